@@ -1,0 +1,197 @@
+"""Label keys, annotations and label-domain rules of the Provisioner API (spec §4.1–4.3).
+
+Pure constants and predicates, shared by defaulting/validation, the requirements algebra and
+the controllers. karpy decision: a restricted domain matches by proper domain (the key's domain
+equals it or ends with `.` + it), not by bare string suffix.
+"""
+
+from __future__ import annotations
+
+import re
+
+GROUP = "karpenter.sh"
+AWS_GROUP = "karpenter.k8s.aws"
+
+PROVISIONER_NAME = "karpenter.sh/provisioner-name"
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+INITIALIZED = "karpenter.sh/initialized"
+DO_NOT_EVICT = "karpenter.sh/do-not-evict"
+DO_NOT_CONSOLIDATE = "karpenter.sh/do-not-consolidate"
+EMPTINESS_TIMESTAMP = "karpenter.sh/emptiness-timestamp"
+VOLUNTARY_DISRUPTION = "karpenter.sh/voluntary-disruption"
+TERMINATION_FINALIZER = "karpenter.sh/termination"
+
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+ARCH = "kubernetes.io/arch"
+OS = "kubernetes.io/os"
+HOSTNAME = "kubernetes.io/hostname"
+
+CAPACITY_TYPE_SPOT = "spot"
+CAPACITY_TYPE_ON_DEMAND = "on-demand"
+
+AWS_INSTANCE_PREFIX = "karpenter.k8s.aws/instance"
+INSTANCE_HYPERVISOR = "karpenter.k8s.aws/instance-hypervisor"
+INSTANCE_ENCRYPTION_IN_TRANSIT = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
+INSTANCE_CATEGORY = "karpenter.k8s.aws/instance-category"
+INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+INSTANCE_GENERATION = "karpenter.k8s.aws/instance-generation"
+INSTANCE_SIZE = "karpenter.k8s.aws/instance-size"
+INSTANCE_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
+INSTANCE_CPU = "karpenter.k8s.aws/instance-cpu"
+INSTANCE_MEMORY = "karpenter.k8s.aws/instance-memory"
+INSTANCE_NETWORK_BANDWIDTH = "karpenter.k8s.aws/instance-network-bandwidth"
+INSTANCE_PODS = "karpenter.k8s.aws/instance-pods"
+INSTANCE_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+INSTANCE_GPU_MANUFACTURER = "karpenter.k8s.aws/instance-gpu-manufacturer"
+INSTANCE_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
+INSTANCE_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
+INSTANCE_ACCELERATOR_NAME = "karpenter.k8s.aws/instance-accelerator-name"
+INSTANCE_ACCELERATOR_MANUFACTURER = "karpenter.k8s.aws/instance-accelerator-manufacturer"
+INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
+INSTANCE_ACCELERATOR_MEMORY = "karpenter.k8s.aws/instance-accelerator-memory"
+INSTANCE_AMI_ID = "karpenter.k8s.aws/instance-ami-id"
+
+AWS_WELL_KNOWN_LABELS = frozenset(
+    {
+        INSTANCE_HYPERVISOR,
+        INSTANCE_ENCRYPTION_IN_TRANSIT,
+        INSTANCE_CATEGORY,
+        INSTANCE_FAMILY,
+        INSTANCE_GENERATION,
+        INSTANCE_SIZE,
+        INSTANCE_LOCAL_NVME,
+        INSTANCE_CPU,
+        INSTANCE_MEMORY,
+        INSTANCE_NETWORK_BANDWIDTH,
+        INSTANCE_PODS,
+        INSTANCE_GPU_NAME,
+        INSTANCE_GPU_MANUFACTURER,
+        INSTANCE_GPU_COUNT,
+        INSTANCE_GPU_MEMORY,
+        INSTANCE_ACCELERATOR_NAME,
+        INSTANCE_ACCELERATOR_MANUFACTURER,
+        INSTANCE_ACCELERATOR_COUNT,
+        INSTANCE_ACCELERATOR_MEMORY,
+    }
+)
+
+WELL_KNOWN_LABELS = frozenset(
+    {PROVISIONER_NAME, ZONE, REGION, INSTANCE_TYPE, ARCH, OS, CAPACITY_TYPE} | AWS_WELL_KNOWN_LABELS
+)
+
+RESTRICTED_LABEL_DOMAINS = frozenset({"kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws"})
+LABEL_DOMAIN_EXCEPTIONS = frozenset({"kops.k8s.io", "node.kubernetes.io", "testing.karpenter.sh"})
+RESTRICTED_LABELS = frozenset({EMPTINESS_TIMESTAMP, HOSTNAME})
+
+NORMALIZED_LABELS = {
+    "failure-domain.beta.kubernetes.io/zone": ZONE,
+    "failure-domain.beta.kubernetes.io/region": REGION,
+    "beta.kubernetes.io/arch": ARCH,
+    "beta.kubernetes.io/os": OS,
+    "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+    "topology.ebs.csi.aws.com/zone": ZONE,
+}
+
+SUPPORTED_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def normalize_key(key: str) -> str:
+    """The canonical key for an alias (`beta.kubernetes.io/arch` -> `kubernetes.io/arch`)."""
+    return NORMALIZED_LABELS.get(key, key)
+
+
+def label_domain(key: str) -> str:
+    """The prefix of a label key before `/`, or "" when it has none."""
+    return key.split("/", 1)[0] if "/" in key else ""
+
+
+def _in_domain(domain: str, restricted: str) -> bool:
+    return domain == restricted or domain.endswith("." + restricted)
+
+
+def is_restricted_node_label(key: str) -> bool:
+    """True when karpy must not let a user inject this key as a node label (spec §4.2)."""
+    if key in WELL_KNOWN_LABELS:
+        return True
+    domain = label_domain(key)
+    if domain in LABEL_DOMAIN_EXCEPTIONS:
+        return False
+    if any(_in_domain(domain, restricted) for restricted in RESTRICTED_LABEL_DOMAINS):
+        return True
+    return key in RESTRICTED_LABELS
+
+
+def is_restricted_label(key: str) -> bool:
+    """True when a provisioner label or requirement may not use this key (not well-known, restricted)."""
+    return key not in WELL_KNOWN_LABELS and is_restricted_node_label(key)
+
+
+def restricted_label_message(key: str) -> str:
+    """The explanation Karpenter gives for a restricted key, listing what is allowed instead."""
+    return (
+        f"label {key} is restricted; specify a well known label: {sorted(WELL_KNOWN_LABELS)}, "
+        f"or a custom label that does not use a restricted domain: {sorted(RESTRICTED_LABEL_DOMAINS)}"
+    )
+
+
+_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """Kubernetes' reasons why `value` is not a qualified name (empty list when it is one)."""
+    if not isinstance(value, str):
+        return ["must be a string"]
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            return ["prefix part must be non-empty"]
+        if len(prefix) > 253:
+            return ["prefix part must be no more than 253 characters"]
+        if not _DNS1123_SUBDOMAIN.match(prefix):
+            return [
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character"
+            ]
+    else:
+        return [
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character with an optional DNS subdomain prefix and '/'"
+        ]
+    if not name:
+        return ["name part must be non-empty"]
+    if len(name) > 63:
+        return ["name part must be no more than 63 characters"]
+    if not _QUALIFIED_NAME_PART.match(name):
+        return [
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+            "end with an alphanumeric character"
+        ]
+    return []
+
+
+def label_value_errors(value: str) -> list[str]:
+    """Kubernetes' reasons why `value` is not a label value (empty list when it is one)."""
+    if not isinstance(value, str):
+        return ["must be a string"]
+    if value == "":
+        return []
+    if len(value) > 63:
+        return ["must be no more than 63 characters"]
+    if not _QUALIFIED_NAME_PART.match(value):
+        return [
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+            "'.', and must start and end with an alphanumeric character"
+        ]
+    return []
+
+
+def is_dns1035_label(value: str) -> bool:
+    """True for a lower-case RFC 1035 label of at most 63 characters."""
+    return isinstance(value, str) and len(value) <= 63 and bool(_DNS1035_LABEL.match(value))
