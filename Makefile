@@ -1,0 +1,35 @@
+# karpy — the two commands: `make dev` and `make test`. Both install what they need and are idempotent.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEV_DIR ?= .dev
+
+.PHONY: dev test lint typecheck unit bench venv clean certs
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy controller webapp
+
+test: $(STAMP) lint typecheck
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.admission
+
+dev: $(STAMP)
+	$(BIN)/karpy dev --dir $(DEV_DIR)
+
+clean:
+	rm -rf $(VENV) $(DEV_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
