@@ -18,13 +18,12 @@ staging_version="v0.${kube_minor}.${kube_patch}"
 cd "$here/kube"
 kmod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
 [[ -f "$kmod" ]] || { echo "cannot locate go.mod of k8s.io/kubernetes@v${KUBE_VERSION}" >&2; exit 1; }
-cat > go.mod <<MOD
-module karpy.local/localcluster/kube
-
-go 1.23.0
-
-godebug default=go1.23
-MOD
+# Same `go` and `godebug` lines as upstream, so GODEBUG defaults match an official build.
+{
+  echo "module karpy.local/localcluster/kube"
+  echo
+  grep -E '^(go|godebug) ' "$kmod"
+} > go.mod
 go mod edit -require="k8s.io/kubernetes@v${KUBE_VERSION}"
 n=0
 while read -r m; do
