@@ -47,7 +47,7 @@ class StrictBoolean(fields.Boolean):
         return value
 
 
-class QuantityField(fields.Field):
+class QuantityField(fields.Field):  # type: ignore[type-arg]
     """A Kubernetes quantity, int-or-string on the wire; loaded as its canonical text."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
@@ -63,7 +63,7 @@ class QuantityField(fields.Field):
         return value
 
 
-class DurationOrSeconds(fields.Field):
+class DurationOrSeconds(fields.Field):  # type: ignore[type-arg]
     """An integer number of seconds or a Go duration string (`3m`), as seed 004 writes it."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
@@ -83,7 +83,7 @@ class DurationOrSeconds(fields.Field):
         return value
 
 
-class StringMap(fields.Field):
+class StringMap(fields.Field):  # type: ignore[type-arg]
     """A map of string to string (or to quantity); errors name the entry as `field[key]`."""
 
     def __init__(self, quantities: bool = False, **kwargs: Any) -> None:
@@ -103,7 +103,9 @@ class StringMap(fields.Field):
                 try:
                     out[key] = QuantityField()._deserialize(item, None, None)
                 except ValidationError as err:
-                    errors[f"[{key}]"] = [str(m) for m in err.messages] if isinstance(err.messages, list) else ["invalid"]
+                    errors[f"[{key}]"] = (
+                        [str(m) for m in err.messages] if isinstance(err.messages, list) else ["invalid"]
+                    )
             elif not isinstance(item, str):
                 errors[f"[{key}]"] = ["must be a string"]
             else:
@@ -132,6 +134,8 @@ class _Base(Schema):
 class MetadataSchema(_Base):
     name = StrictString()
     generateName = StrictString()
+    uid = StrictString()
+    resourceVersion = StrictString()
     labels = _str_map()
     annotations = _str_map()
 

@@ -1,0 +1,132 @@
+"""The Provisioner (`karpenter.sh/v1alpha5`) as a typed, frozen object.
+
+Pure. `Provisioner.from_wire()` converts a document that has passed the schema (see
+`schemas.py`) into plain frozen dataclasses the scheduler and controllers read; `to_wire()`
+dumps it back. Defaulting and validation work on the wire form (`defaults.py`,
+`validation.py`); `load.py` chains the three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.scheduling.quantity import parse_duration
+
+API_VERSION = "karpenter.sh/v1alpha5"
+KIND = "Provisioner"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+    @staticmethod
+    def from_wire(obj: Mapping[str, Any]) -> Taint:
+        return Taint(str(obj.get("key", "")), str(obj.get("value", "") or ""), str(obj.get("effect", "") or ""))
+
+    def to_wire(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class KubeletConfiguration:
+    cluster_dns: tuple[str, ...] = ()
+    container_runtime: str | None = None
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    system_reserved: dict[str, str] = field(default_factory=dict)
+    kube_reserved: dict[str, str] = field(default_factory=dict)
+    eviction_hard: dict[str, str] = field(default_factory=dict)
+    eviction_soft: dict[str, str] = field(default_factory=dict)
+    eviction_soft_grace_period: dict[str, str] = field(default_factory=dict)
+    eviction_max_pod_grace_period: int | None = None
+    image_gc_high_threshold_percent: int | None = None
+    image_gc_low_threshold_percent: int | None = None
+    cpu_cfs_quota: bool | None = None
+
+    @staticmethod
+    def from_wire(obj: Mapping[str, Any]) -> KubeletConfiguration:
+        grace = obj.get("evictionMaxPodGracePeriod")
+        if isinstance(grace, str):
+            grace = int(parse_duration(grace))
+        return KubeletConfiguration(
+            cluster_dns=tuple(obj.get("clusterDNS") or ()),
+            container_runtime=obj.get("containerRuntime"),
+            max_pods=obj.get("maxPods"),
+            pods_per_core=obj.get("podsPerCore"),
+            system_reserved=dict(obj.get("systemReserved") or {}),
+            kube_reserved=dict(obj.get("kubeReserved") or {}),
+            eviction_hard=dict(obj.get("evictionHard") or {}),
+            eviction_soft=dict(obj.get("evictionSoft") or {}),
+            eviction_soft_grace_period=dict(obj.get("evictionSoftGracePeriod") or {}),
+            eviction_max_pod_grace_period=grace,
+            image_gc_high_threshold_percent=obj.get("imageGCHighThresholdPercent"),
+            image_gc_low_threshold_percent=obj.get("imageGCLowThresholdPercent"),
+            cpu_cfs_quota=obj.get("cpuCFSQuota"),
+        )
+
+
+@dataclass(frozen=True)
+class Provisioner:
+    """A Provisioner's spec (and the status fields karpy writes), after defaulting."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    requirements: tuple[dict[str, Any], ...] = ()
+    kubelet: KubeletConfiguration | None = None
+    limits: dict[str, str] = field(default_factory=dict)
+    ttl_seconds_after_empty: int | None = None
+    ttl_seconds_until_expired: int | None = None
+    weight: int | None = None
+    consolidation_enabled: bool = False
+    provider_ref_name: str | None = None
+    provider: dict[str, Any] | None = None
+    status_resources: dict[str, str] = field(default_factory=dict)
+    uid: str = ""
+    resource_version: str = ""
+
+    @staticmethod
+    def from_wire(obj: Mapping[str, Any]) -> Provisioner:
+        """From a schema-checked document (`ProvisionerSchema().load()` result or raw equivalent)."""
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        kubelet = spec.get("kubeletConfiguration")
+        reqs = tuple(
+            {"key": r["key"], "operator": r["operator"], "values": list(r.get("values") or [])}
+            for r in spec.get("requirements") or []
+        )
+        return Provisioner(
+            name=str(meta.get("name") or ""),
+            labels=dict(spec.get("labels") or {}),
+            annotations=dict(spec.get("annotations") or {}),
+            taints=tuple(Taint.from_wire(t) for t in spec.get("taints") or []),
+            startup_taints=tuple(Taint.from_wire(t) for t in spec.get("startupTaints") or []),
+            requirements=reqs,
+            kubelet=KubeletConfiguration.from_wire(kubelet) if kubelet is not None else None,
+            limits={k: str(v) for k, v in ((spec.get("limits") or {}).get("resources") or {}).items()},
+            ttl_seconds_after_empty=spec.get("ttlSecondsAfterEmpty"),
+            ttl_seconds_until_expired=spec.get("ttlSecondsUntilExpired"),
+            weight=spec.get("weight"),
+            consolidation_enabled=bool((spec.get("consolidation") or {}).get("enabled", False)),
+            provider_ref_name=(spec.get("providerRef") or {}).get("name"),
+            provider=spec.get("provider"),
+            status_resources={k: str(v) for k, v in (status.get("resources") or {}).items()}
+            if isinstance(status, Mapping)
+            else {},
+            uid=str(meta.get("uid") or ""),
+            resource_version=str(meta.get("resourceVersion") or ""),
+        )

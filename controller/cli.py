@@ -1,0 +1,81 @@
+"""The `karpy` command line: one argparse program, one subcommand per job.
+
+`karpy certs generate`, `karpy webapp`, `karpy dev`, and the subcommands other packages
+register (`cluster`, `simulate`, `catalog`, `controller`). Errors in user input exit with code 2
+and a message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from importlib import import_module
+
+# Packages that add subcommands through `register(subparsers)`; absent ones are skipped.
+_REGISTRARS = ("localcluster.cli", "controller.simulate.cli", "controller.main_cli", "controller.dev")
+
+
+def _certs(args: argparse.Namespace) -> int:
+    from certs import generate
+
+    paths = generate(args.dir, args.host or ["127.0.0.1", "localhost"], days=args.days)
+    print(f"CA: {paths.ca_cert}\ncertificate: {paths.cert}\nkey: {paths.key}")
+    return 0
+
+
+def _webapp(args: argparse.Namespace) -> int:
+    from webapp.server import serve
+    from webapp.settings import WebappSettings
+
+    settings = WebappSettings.from_env(
+        host=args.host, port=args.port, cert_dir=args.cert_dir, workers=args.workers, kubeconfig=args.kubeconfig
+    )
+    serve(settings)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="karpy", description="Karpenter's node autoscaler, in Python")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    certs = sub.add_parser("certs", help="webhook certificates")
+    certs_sub = certs.add_subparsers(dest="certs_command", required=True)
+    gen = certs_sub.add_parser("generate", help="make a CA and a serving certificate")
+    gen.add_argument("--dir", required=True, help="where to write ca.crt, tls.crt, tls.key")
+    gen.add_argument("--host", action="append", help="IP or DNS name for the certificate (repeatable)")
+    gen.add_argument("--days", type=int, default=365)
+    gen.set_defaults(func=_certs)
+
+    web = sub.add_parser("webapp", help="serve the admission webhooks and the dashboard")
+    web.add_argument("--cert-dir", help="directory with tls.crt and tls.key (TLS is off without it)")
+    web.add_argument("--port", type=int, help="port (default 8443, env KARPY_WEBAPP_PORT)")
+    web.add_argument("--host", help="address to bind (default 0.0.0.0, env KARPY_WEBAPP_HOST)")
+    web.add_argument("--workers", type=int, help="gunicorn workers (default 2)")
+    web.add_argument("--kubeconfig", help="kubeconfig for the dashboard's reads")
+    web.set_defaults(func=_webapp)
+
+    for name in _REGISTRARS:
+        try:
+            module = import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name and name.startswith(err.name):
+                continue
+            raise
+        register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None] = module.register
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())
