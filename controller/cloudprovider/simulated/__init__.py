@@ -1,0 +1,1 @@
+"""The simulated cloud: an AWS-shaped instance-type catalog with a deterministic price model."""

@@ -1,0 +1,314 @@
+"""The plain, frozen objects the scheduler decides over, and the shape of its answer.
+
+Pure data: no Kubernetes client, no clock. Every decision function of karpy's provisioning
+(the controller, `karpy simulate`, the benchmark, the tests) reads these and nothing else:
+
+- `InstanceType` / `Offering` — what the cloud can launch (from `cloudprovider`).
+- `PodRequest` — one pod, reduced to what scheduling needs (built by `pods.py`).
+- `ProvisionerSpec` — a Provisioner as the scheduler sees it (built by `provisioners.py`).
+- `StateNode` — an existing or in-flight node, with the pods bound to it.
+- `NewNode` — a node the scheduler wants launched, with its instance-type options and pods.
+- `SchedulingInput` → `scheduler.schedule()` → `SchedulingResult`.
+
+Resources are `Mapping[str, int]`: `cpu` in millicores, `memory` and `ephemeral-storage` in
+bytes, `pods` and extended resources (`nvidia.com/gpu`, …) as counts. `resources.py` parses and
+formats them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from controller.scheduling.requirements import Requirement, Requirements
+
+Resources = Mapping[str, int]
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
+
+def pod_key(namespace: str, name: str) -> str:
+    """The `ns/name` reference used in results, events and logs."""
+    return f"{namespace}/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """One (zone, capacity type) in which an instance type can be bought, and its hourly price."""
+
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class InstanceType:
+    """A launchable machine shape.
+
+    `requirements` holds every well-known label key (`DoesNotExist` where it does not apply,
+    zone and capacity type from the *available* offerings), spec §4.4. `capacity` minus
+    `overhead` (kube-reserved + system-reserved + eviction threshold, spec §4.5) is what pods
+    can use.
+    """
+
+    name: str
+    requirements: Requirements
+    capacity: Resources
+    overhead: Resources
+    offerings: tuple[Offering, ...]
+
+    @property
+    def allocatable(self) -> dict[str, int]:
+        return {k: v - self.overhead.get(k, 0) for k, v in self.capacity.items()}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Every single-valued requirement as a label (zone/capacity type come from the launch)."""
+        out = {}
+        for key, req in self.requirements.items():
+            if not req.complement and len(req.values) == 1:
+                out[key] = next(iter(req.values))
+        return out
+
+    def available_offerings(self) -> tuple[Offering, ...]:
+        return tuple(o for o in self.offerings if o.available)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod toleration; `operator` is `Equal` (default) or `Exists`, empty key/effect match all."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector: `match_labels` AND every expression (In/NotIn/Exists/DoesNotExist)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        for key, op, values in self.match_expressions:
+            present = key in labels
+            if op == "In" and not (present and labels[key] in values):
+                return False
+            if op == "NotIn" and present and labels[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+        return True
+
+    def __str__(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.match_labels]
+        parts += [f"{k} {op} {','.join(vs)}".rstrip() for k, op, vs in self.match_expressions]
+        return ",".join(parts) or "<all>"
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A required or preferred pod (anti-)affinity term; `weight` is 0 for required terms."""
+
+    topology_key: str
+    selector: LabelSelector | None
+    namespaces: frozenset[str] = frozenset()
+    namespace_selector: LabelSelector | None = None
+    weight: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    topology_key: str
+    max_skew: int
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    selector: LabelSelector | None
+    min_domains: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str = "TCP"
+    ip: str = "0.0.0.0"
+
+
+@dataclass(frozen=True, eq=False)
+class PodRequest:
+    """One pod, reduced to what scheduling reads (build with `pods.pod_request(obj)`).
+
+    `requests` is Karpenter's Ceiling (max of summed containers and each init container) plus
+    `pods: 1`. Node affinity keeps the wire order: `required_terms` are ORed, `preferred_terms`
+    are (weight, requirements). `owner_kind` is the controller owner's kind (`DaemonSet`, …).
+    """
+
+    namespace: str
+    name: str
+    requests: Resources
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[tuple[Requirement, ...], ...] = ()
+    preferred_terms: tuple[tuple[int, tuple[Requirement, ...]], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    creation_timestamp: str = ""
+    node_name: str = ""
+    owner_kind: str = ""
+    terminal: bool = False
+
+    @property
+    def key(self) -> str:
+        return pod_key(self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletSpec:
+    """The parts of a provisioner's kubeletConfiguration that change capacity or overhead."""
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    system_reserved: Resources = field(default_factory=dict)
+    kube_reserved: Resources = field(default_factory=dict)
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class ProvisionerSpec:
+    """A Provisioner as the scheduler sees it (`provisioners.provisioner_spec()` adapts one).
+
+    `requirements` = spec.requirements ∩ each label as `In [value]` ∩
+    `karpenter.sh/provisioner-name In [name]` (spec §5.3). `limits` are integers per resource.
+    """
+
+    name: str
+    requirements: Requirements
+    weight: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    kubelet: KubeletSpec | None = None
+    limits: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class StateNode:
+    """An existing or in-flight node, as cluster state sees it.
+
+    `allocatable` is what the kubelet reports (for a node that is not initialized yet, the
+    caller fills zero values from the instance type's expected allocatable, spec §5.5.1).
+    `pods` are the pods bound to it (daemonset pods included, flagged by `owner_kind`).
+    Only nodes with a `karpenter.sh/provisioner-name` label that are not marked for deletion
+    receive pods; every node counts for topology.
+    """
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Resources
+    capacity: Resources = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    pods: tuple[PodRequest, ...] = ()
+    initialized: bool = True
+    marked_for_deletion: bool = False
+    creation_timestamp: str = ""
+
+    @property
+    def provisioner_name(self) -> str | None:
+        return self.labels.get("karpenter.sh/provisioner-name")
+
+    @property
+    def instance_type_name(self) -> str | None:
+        return self.labels.get("node.kubernetes.io/instance-type")
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """The offering a simulated launch of a `NewNode` takes: spot first, then the cheapest."""
+
+    instance_type: InstanceType
+    zone: str
+    capacity_type: str
+    price: float
+
+
+@dataclass(frozen=True, eq=False)
+class NewNode:
+    """A node to launch: its provisioner, requirements and instance-type options (cheapest
+    first, at most `SchedulingSettings.max_instance_types`), the pods it was computed for and
+    their total requests (daemonset overhead included)."""
+
+    name: str
+    provisioner: str
+    requirements: Requirements
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    instance_type_options: tuple[InstanceType, ...]
+    pods: tuple[PodRequest, ...]
+    requests: Resources
+    daemon_requests: Resources
+    launch: Launch | None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingSettings:
+    max_instance_types: int = 60
+
+
+@dataclass(frozen=True, eq=False)
+class SchedulingInput:
+    """Everything one scheduling decision reads.
+
+    `instance_types` is either one catalog for all provisioners (each provisioner's
+    kubeletConfiguration is then applied to it) or a mapping provisioner name → its types,
+    used as given. `daemonsets` are the daemonset pod templates as PodRequests.
+    """
+
+    pods: Sequence[PodRequest]
+    provisioners: Sequence[ProvisionerSpec]
+    instance_types: Sequence[InstanceType] | Mapping[str, Sequence[InstanceType]]
+    nodes: Sequence[StateNode] = ()
+    daemonsets: Sequence[PodRequest] = ()
+    settings: SchedulingSettings = field(default_factory=SchedulingSettings)
+
+
+@dataclass(frozen=True, eq=False)
+class SchedulingResult:
+    """The plan: nodes to launch, pods placed on existing nodes (node name → pod keys), and
+    one human-readable reason per pod that could not be placed (pod key → reason)."""
+
+    new_nodes: tuple[NewNode, ...]
+    existing_assignments: Mapping[str, tuple[str, ...]]
+    unschedulable: Mapping[str, str]
+
+    @property
+    def all_scheduled(self) -> bool:
+        return not self.unschedulable
