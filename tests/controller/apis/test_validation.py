@@ -72,7 +72,10 @@ RULES: dict[str, Rule] = {
     # provider / providerRef (karpy: at most one)
     "provider and providerRef exclusive": Rule(
         P(providerRef={"name": "default"}),
-        P(providerRef={"name": "default"}, provider={"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}}),
+        P(
+            providerRef={"name": "default"},
+            provider={"subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}},
+        ),
         "spec.providerRef",
         "got both",
     ),
@@ -104,7 +107,9 @@ RULES: dict[str, Rule] = {
     ),
     # taints
     "taint key required": Rule(
-        P(taints=[{"key": "a", "effect": "NoSchedule"}]), P(taints=[{"key": "", "effect": "NoSchedule"}]), "spec.taints[0].key"
+        P(taints=[{"key": "a", "effect": "NoSchedule"}]),
+        P(taints=[{"key": "", "effect": "NoSchedule"}]),
+        "spec.taints[0].key",
     ),
     "taint key qualified": Rule(
         P(taints=[{"key": "a/b", "effect": "NoSchedule"}]),
@@ -270,7 +275,9 @@ RULES: dict[str, Rule] = {
         P(**kubelet(imageGCHighThresholdPercent=101)),
         "spec.kubeletConfiguration.imageGCHighThresholdPercent",
     ),
-    "maxPods not negative": Rule(P(**kubelet(maxPods=0)), P(**kubelet(maxPods=-1)), "spec.kubeletConfiguration.maxPods"),
+    "maxPods not negative": Rule(
+        P(**kubelet(maxPods=0)), P(**kubelet(maxPods=-1)), "spec.kubeletConfiguration.maxPods"
+    ),
     "podsPerCore not negative": Rule(
         P(**kubelet(podsPerCore=2)), P(**kubelet(podsPerCore=-2)), "spec.kubeletConfiguration.podsPerCore"
     ),
@@ -287,7 +294,9 @@ RULES: dict[str, Rule] = {
         P(limits={"resources": {"cpu": "lots"}}),
         "spec.limits.resources[cpu]",
     ),
-    "ttl is an integer": Rule(P(ttlSecondsUntilExpired=60), P(ttlSecondsUntilExpired="60"), "spec.ttlSecondsUntilExpired"),
+    "ttl is an integer": Rule(
+        P(ttlSecondsUntilExpired=60), P(ttlSecondsUntilExpired="60"), "spec.ttlSecondsUntilExpired"
+    ),
     "requirements is a list of objects": Rule(
         P(requirements=[]), P(requirements=[{"key": "a", "operator": 5}]), "spec.requirements[0].operator"
     ),
@@ -304,7 +313,10 @@ TEMPLATE_RULES: dict[str, Rule] = {
         "got both",
     ),
     "launchTemplate excludes amiFamily": Rule(
-        T(amiFamily="AL2"), T(launchTemplate="lt", securityGroupSelector=None, amiFamily="AL2"), "spec.amiFamily", "both"
+        T(amiFamily="AL2"),
+        T(launchTemplate="lt", securityGroupSelector=None, amiFamily="AL2"),
+        "spec.amiFamily",
+        "both",
     ),
     "launchTemplate excludes non-empty blockDeviceMappings": Rule(
         T(launchTemplate="lt", securityGroupSelector=None, blockDeviceMappings=[]),
