@@ -1,0 +1,139 @@
+"""Command lines of the control plane components (shared/notes/local-control-plane.md section 5).
+
+Pure: each function turns a `Layout` (paths and ports) into an argv. Neighbours: `cluster.py`
+starts them in this order: etcd, then everything else at once (the clients retry until the
+apiserver answers), which is what keeps a warm start short.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from localcluster.pki import Pki
+
+KWOK_NODE_SELECTOR = "kwok.x-k8s.io/node=fake"
+SERVICE_CIDR = "10.0.0.0/24"
+SERVICE_IP = "10.0.0.1"
+POD_CIDR = "10.244.0.0/16"
+NODE_IP = "10.240.0.1"  # every kwok node reports this InternalIP
+
+# What the tests and karpy need from kube-controller-manager: workloads make pods, namespaces and
+# garbage get cleaned up, ServiceAccounts exist (so the ServiceAccount admission plugin stays on),
+# and node-lifecycle lifts the not-ready taint once kwok reports a node Ready.
+KCM_CONTROLLERS = (
+    "deployment,replicaset,daemonset,statefulset,job,cronjob,garbagecollector,namespace,"
+    "serviceaccount,serviceaccount-token,root-ca-cert-publisher,nodelifecycle,podgc,disruption,"
+    "endpoint,endpointslice,ttl-after-finished,resourcequota"
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    bin_dir: Path
+    dir: Path
+    pki: Pki
+    kubeconfig: Path
+    etcd_data_dir: Path
+    etcd_port: int
+    etcd_peer_port: int
+    apiserver_port: int
+    kcm_port: int
+    scheduler_port: int
+    kwok_port: int
+
+    def bin(self, name: str) -> str:
+        return str(self.bin_dir / name)
+
+
+def etcd(lay: Layout) -> list[str]:
+    client = f"http://127.0.0.1:{lay.etcd_port}"
+    peer = f"http://127.0.0.1:{lay.etcd_peer_port}"
+    return [
+        lay.bin("etcd"),
+        "--name=karpy",
+        f"--data-dir={lay.etcd_data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=karpy={peer}",
+        "--unsafe-no-fsync=true",
+        "--auto-compaction-retention=1",
+        "--quota-backend-bytes=4294967296",
+        "--log-level=warn",
+    ]
+
+
+def apiserver(lay: Layout) -> list[str]:
+    pki = lay.pki
+    return [
+        lay.bin("kube-apiserver"),
+        f"--etcd-servers=http://127.0.0.1:{lay.etcd_port}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={lay.apiserver_port}",
+        # No default route may exist here, and loopback endpoints are refused for the
+        # `kubernetes` Service: advertise 127.0.0.1 and do not reconcile endpoints.
+        "--advertise-address=127.0.0.1",
+        "--endpoint-reconciler-type=none",
+        f"--cert-dir={lay.dir / 'apiserver'}",
+        f"--tls-cert-file={pki.apiserver_crt}",
+        f"--tls-private-key-file={pki.apiserver_key}",
+        f"--client-ca-file={pki.ca_crt}",
+        f"--service-account-issuer=https://127.0.0.1:{lay.apiserver_port}",
+        f"--service-account-key-file={pki.sa_pub}",
+        f"--service-account-signing-key-file={pki.sa_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--authorization-mode=RBAC",
+        "--allow-privileged=true",
+        # One fewer moving part on two cores; nothing here tests API fairness.
+        "--enable-priority-and-fairness=false",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def _component_common(lay: Layout, port: int, name: str) -> list[str]:
+    kc = str(lay.kubeconfig)
+    return [
+        f"--kubeconfig={kc}",
+        f"--authentication-kubeconfig={kc}",
+        f"--authorization-kubeconfig={kc}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={lay.dir / name}",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def controller_manager(lay: Layout) -> list[str]:
+    return [
+        lay.bin("kube-controller-manager"),
+        *_component_common(lay, lay.kcm_port, "kube-controller-manager"),
+        f"--controllers={KCM_CONTROLLERS}",
+        f"--service-account-private-key-file={lay.pki.sa_key}",
+        f"--root-ca-file={lay.pki.ca_crt}",
+        "--use-service-account-credentials=false",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--concurrent-deployment-syncs=5",
+    ]
+
+
+def scheduler(lay: Layout) -> list[str]:
+    return [lay.bin("kube-scheduler"), *_component_common(lay, lay.scheduler_port, "kube-scheduler")]
+
+
+def kwok(lay: Layout, node_selector: str = KWOK_NODE_SELECTOR) -> list[str]:
+    return [
+        lay.bin("kwok"),
+        f"--kubeconfig={lay.kubeconfig}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-label-selector={node_selector}",
+        f"--cidr={POD_CIDR}",
+        f"--node-ip={NODE_IP}",
+        "--node-lease-duration-seconds=40",
+        # Only for /healthz; kwok starts this server once its controllers run.
+        f"--server-address=127.0.0.1:{lay.kwok_port}",
+    ]
