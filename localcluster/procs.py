@@ -63,7 +63,9 @@ def _die_with(parent: int) -> Callable[[], None]:
     return hook
 
 
-def start(name: str, argv: Sequence[str], log_dir: Path, die_with_parent: bool = False) -> Proc:
+def start(
+    name: str, argv: Sequence[str], log_dir: Path, die_with_parent: bool = False, cwd: Path | None = None
+) -> Proc:
     """Start `argv` in a new session (process group) with output appended to `log_dir/name.log`.
 
     `die_with_parent` asks the kernel to SIGTERM the component when the calling *thread* exits,
@@ -78,6 +80,7 @@ def start(name: str, argv: Sequence[str], log_dir: Path, die_with_parent: bool =
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=_die_with(os.getpid()) if die_with_parent else None,
+            cwd=cwd,
         )
     ticks = _start_ticks(child.pid)
     return Proc(name=name, pid=child.pid, start_ticks=ticks if ticks is not None else -1, log=str(log))
