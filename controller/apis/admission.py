@@ -20,7 +20,7 @@ from controller.apis.awsnodetemplate import validate_awsnodetemplate
 from controller.apis.defaults import default_requirements
 from controller.apis.errors import render
 from controller.apis.load import read
-from controller.apis.schemas import AWSNodeTemplateSchema, ProvisionerSchema
+from controller.apis.schemas import AWS_NODE_TEMPLATE, PROVISIONER
 from controller.apis.validation import validate_provisioner
 
 REVIEW_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
@@ -86,7 +86,7 @@ def _decide(request: dict[str, Any], mutate: bool) -> dict[str, Any]:
         return {"allowed": True, "warnings": ["karpy admits only Provisioner and AWSNodeTemplate; left unchanged"]}
     obj = request.get("object")
     is_provisioner = kind == "Provisioner"
-    loaded, errors = read(obj, ProvisionerSchema() if is_provisioner else AWSNodeTemplateSchema())
+    loaded, errors = read(obj, PROVISIONER if is_provisioner else AWS_NODE_TEMPLATE)
     if loaded is not None and not mutate:
         errors = validate_provisioner(loaded) if is_provisioner else validate_awsnodetemplate(loaded)
     if not errors:

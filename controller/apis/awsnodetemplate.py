@@ -17,7 +17,7 @@ from typing import Any
 from marshmallow import ValidationError
 
 from controller.apis.errors import FieldError, got_both, invalid_value, missing_field, out_of_bounds
-from controller.apis.schemas import AWSProviderSchema, schema_errors
+from controller.apis.schemas import AWS_PROVIDER_STRICT, schema_errors
 from controller.scheduling.quantity import parse_quantity
 
 API_VERSION = "karpenter.k8s.aws/v1alpha1"
@@ -92,7 +92,7 @@ def validate_aws_provider(spec: dict[str, Any], base: str, inline: bool = False)
     """The AWS provider struct rules (spec §3.3 rules 1–7) at paths under `base`."""
     if inline:
         try:
-            AWSProviderSchema(unknown="raise").load(spec)
+            AWS_PROVIDER_STRICT.load(spec)
         except ValidationError as err:
             return schema_errors(err.messages, base)  # type: ignore[arg-type]
     errors: list[FieldError] = []

@@ -17,7 +17,7 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate, validate_awsnodetem
 from controller.apis.defaults import default_provisioner
 from controller.apis.errors import FieldError, InvalidObjectError
 from controller.apis.provisioner import Provisioner
-from controller.apis.schemas import AWSNodeTemplateSchema, ProvisionerSchema, schema_errors
+from controller.apis.schemas import AWS_NODE_TEMPLATE, PROVISIONER, schema_errors
 from controller.apis.validation import validate_provisioner
 
 
@@ -45,19 +45,19 @@ def _check(
 
 def check_provisioner(obj: Any) -> list[FieldError]:
     """Every error of a Provisioner document as stored (no defaulting)."""
-    return _check(obj, ProvisionerSchema(), validate_provisioner)[1]
+    return _check(obj, PROVISIONER, validate_provisioner)[1]
 
 
 def check_awsnodetemplate(obj: Any) -> list[FieldError]:
     """Every error of an AWSNodeTemplate document."""
-    return _check(obj, AWSNodeTemplateSchema(), validate_awsnodetemplate)[1]
+    return _check(obj, AWS_NODE_TEMPLATE, validate_awsnodetemplate)[1]
 
 
 def load_provisioner(obj: Any) -> Provisioner:
     """Default, validate and convert a Provisioner document; raises InvalidObjectError."""
     if not isinstance(obj, dict):
         raise InvalidObjectError([FieldError("the object must be a JSON/YAML mapping", ("<root>",))])
-    loaded, errors = _check(default_provisioner(obj), ProvisionerSchema(), validate_provisioner)
+    loaded, errors = _check(default_provisioner(obj), PROVISIONER, validate_provisioner)
     if errors or loaded is None:
         raise InvalidObjectError(errors)
     return Provisioner.from_wire(loaded)
@@ -65,7 +65,7 @@ def load_provisioner(obj: Any) -> Provisioner:
 
 def load_awsnodetemplate(obj: Any) -> AWSNodeTemplate:
     """Validate and convert an AWSNodeTemplate document; raises InvalidObjectError."""
-    loaded, errors = _check(obj, AWSNodeTemplateSchema(), validate_awsnodetemplate)
+    loaded, errors = _check(obj, AWS_NODE_TEMPLATE, validate_awsnodetemplate)
     if errors or loaded is None:
         raise InvalidObjectError(errors)
     return AWSNodeTemplate.from_wire(loaded)

@@ -260,6 +260,12 @@ class AWSNodeTemplateSchema(_Base):
     status = fields.Dict()
 
 
+# Built once: a schema instance is reusable and thread-safe for load(), and building one is costly.
+PROVISIONER = ProvisionerSchema()
+AWS_NODE_TEMPLATE = AWSNodeTemplateSchema()
+AWS_PROVIDER_STRICT = AWSProviderSchema(unknown="raise")
+
+
 def schema_errors(messages: Mapping[Any, Any] | list[Any], prefix: str = "") -> list[FieldError]:
     """Flatten marshmallow's nested error messages into FieldErrors with Kubernetes-style paths."""
     out: list[FieldError] = []
