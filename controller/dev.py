@@ -1,0 +1,165 @@
+"""`karpy dev`: the main job on one machine, on the simulated cloud.
+
+Starts the local control plane (`localcluster`), karpy's webhook server over TLS with freshly
+generated certificates, registers the webhooks, applies the default Provisioner, starts the
+controller with the simulated cloud provider (when this build has it), prints where everything
+is, and stops every process it started on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import requests
+
+DEFAULT_PROVISIONER = """\
+apiVersion: karpenter.sh/v1alpha5
+kind: Provisioner
+metadata:
+  name: default
+spec:
+  requirements:
+    - key: karpenter.sh/capacity-type
+      operator: In
+      values: ["spot", "on-demand"]
+  limits:
+    resources:
+      cpu: "1000"
+      memory: 1000Gi
+  consolidation:
+    enabled: true
+"""
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", *args],
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_healthy(url: str, ca: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the process serving {url} exited with code {proc.returncode}")
+        try:
+            if requests.get(f"{url}/healthz", verify=str(ca), timeout=1).ok:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not become healthy in {timeout:.0f}s")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _has_controller() -> bool:
+    try:
+        import controller.main_cli  # noqa: F401
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def run(args: argparse.Namespace) -> int:
+    from certs import generate
+    from localcluster.binaries import BuildError
+    from localcluster.cluster import ClusterError, LocalCluster
+
+    base = Path(args.dir).resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    logs = base / "logs"
+    logs.mkdir(exist_ok=True)
+    certs = generate(base / "certs", ["127.0.0.1", "localhost"])
+    url = f"https://127.0.0.1:{args.port}"
+    procs: list[subprocess.Popen[bytes]] = []
+    cluster = LocalCluster(base / "cluster")
+    stopping = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        print("karpy dev: starting the webhook server", flush=True)
+        webapp = _start(
+            ["webapp", "--cert-dir", str(base / "certs"), "--port", str(args.port), "--host", "127.0.0.1"],
+            logs / "webapp.log",
+        )
+        procs.append(webapp)
+        _wait_healthy(url, certs.ca_cert, webapp)
+        print("karpy dev: starting the local control plane (builds the binaries the first time)", flush=True)
+        if cluster.status().running:
+            cluster.down()
+        state = cluster.up(timeout=180, detach=False)
+        cluster.install_webhooks(url, certs.ca_cert.read_bytes())
+        cluster.kubectl("apply", "-f", "-", input=DEFAULT_PROVISIONER)
+        if _has_controller():
+            controller = _start(
+                [
+                    "controller",
+                    "--kubeconfig",
+                    str(cluster.kubeconfig),
+                    "--cloud-provider",
+                    "simulated",
+                    "--simulated-db",
+                    str(base / "simulated-cloud.sqlite"),
+                ],
+                logs / "controller.log",
+            )
+            procs.append(controller)
+            print("karpy dev: controller started on the simulated cloud", flush=True)
+        else:
+            print("karpy dev: this build has no controller yet; webhooks only", flush=True)
+        print(
+            f"\nkarpy is running (cluster ready in {state.ready_seconds:.1f}s)\n"
+            f"  webhooks + dashboard: {url}  (CA: {certs.ca_cert})\n"
+            f"  kubeconfig:           {cluster.kubeconfig}\n"
+            f"  try:  export KUBECONFIG={cluster.kubeconfig}\n"
+            f"        {cluster.bin_dir / 'kubectl'} get provisioner default -o yaml\n"
+            f"  logs:                 {logs} and {cluster.dir / 'logs'}\n"
+            "Press Ctrl-C to stop everything.",
+            flush=True,
+        )
+        while not stopping:
+            for proc in procs:
+                if proc.poll() is not None:
+                    print(f"karpy dev: a process exited with code {proc.returncode}; see {logs}", file=sys.stderr)
+                    return 1
+            time.sleep(0.5)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except (ClusterError, BuildError, RuntimeError, OSError) as err:
+        print(f"karpy dev: {err}", file=sys.stderr)
+        return 1
+    finally:
+        print("karpy dev: stopping", flush=True)
+        for proc in reversed(procs):
+            _stop(proc)
+        cluster.down()
+
+
+def register(subparsers: Any) -> None:
+    dev = subparsers.add_parser("dev", help="local control plane + webhooks + controller on the simulated cloud")
+    dev.add_argument("--dir", default=".dev", help="where certificates, cluster data and logs go (%(default)s)")
+    dev.add_argument("--port", type=int, default=8443, help="webhook/dashboard port (%(default)s)")
+    dev.set_defaults(func=run)
