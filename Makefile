@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_DIR ?= .dev
 
-.PHONY: dev test lint typecheck unit bench venv clean certs
+.PHONY: dev test lint typecheck bench venv clean cluster-binaries
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,13 +22,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy controller webapp
 
-test: $(STAMP) lint typecheck
+# The local control plane (etcd, kube-apiserver, scheduler, KCM, kubectl, kwok, helm), built from
+# pinned Go modules and cached under ~/.cache/karpy/localcluster/<key>/bin (tens of minutes cold).
+cluster-binaries:
+	bash localcluster/build.sh
+
+test: $(STAMP) lint typecheck cluster-binaries
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.admission
 
-dev: $(STAMP)
+dev: $(STAMP) cluster-binaries
 	$(BIN)/karpy dev --dir $(DEV_DIR)
 
 clean:

@@ -9,6 +9,7 @@ is, and stops every process it started on Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import signal
 import subprocess
 import sys
@@ -71,11 +72,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _has_controller() -> bool:
-    try:
-        import controller.main_cli  # noqa: F401
-    except ModuleNotFoundError:
-        return False
-    return True
+    return importlib.util.find_spec("controller.main_cli") is not None
 
 
 def run(args: argparse.Namespace) -> int:
