@@ -1,0 +1,176 @@
+"""`SimulatedCloudProvider`: a runnable `CloudProvider` without a cloud account.
+
+Instance types come from `catalog.simulated_catalog()` (or a catalog given to it); instances
+are rows of a SQLite file (`store.py`) so they outlive the controller. Provider IDs look like
+`simulated:///<zone>/<instance-id>`; the node name is the instance ID. Each launched instance
+"boots" a kwok kubelet: its labels carry `node_label` (by default `kwok.x-k8s.io/node=fake`, the
+selector the local cluster's kwok manages) so the Node turns Ready and its pods Running.
+
+Launch (see `base.launch_order`): spot before on-demand, cheapest first; an offering in an
+outage (or hit by an injected insufficient-capacity fault) is put in the 45 s
+insufficient-capacity cache and the next option is tried. Knobs for tests:
+`store.fail_next_creates(n, kind)`, `store.set_outage(type, zone, capacity_type)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from controller.clock import Clock
+from controller.cloudprovider.base import (
+    Instance,
+    LaunchOption,
+    NodeRequest,
+    UnavailableOfferings,
+    instance_labels,
+    launch_order,
+    with_unavailable,
+)
+from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.cloudprovider.simulated.store import FAULT_INSUFFICIENT_CAPACITY, InstanceRow, Store
+from controller.scheduling.types import InstanceType, ProvisionerSpec
+
+log = logging.getLogger(__name__)
+
+SCHEME = "simulated://"
+KWOK_NODE_LABEL = "kwok.x-k8s.io/node=fake"
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    return f"{SCHEME}/{zone}/{instance_id}"
+
+
+def instance_id_of(pid: str) -> str:
+    """The instance ID of a `simulated:///<zone>/<id>` provider ID (NodeNotFoundError otherwise)."""
+    if not pid.startswith(SCHEME + "/"):
+        raise NodeNotFoundError(f"not a simulated provider id: {pid!r}")
+    return pid.rsplit("/", 1)[-1]
+
+
+class SimulatedCloudProvider:
+    name = "simulated"
+
+    def __init__(
+        self,
+        db_path: str | Path,
+        clock: Clock,
+        cluster: str = "karpy",
+        catalog: Sequence[InstanceType] | None = None,
+        node_label: str = KWOK_NODE_LABEL,
+        ice_ttl: float = 45.0,
+    ) -> None:
+        self.store = Store(db_path)
+        self._clock = clock
+        self._cluster = cluster
+        self._catalog = tuple(catalog) if catalog is not None else simulated_catalog()
+        self._node_label = node_label
+        self.unavailable = UnavailableOfferings(clock, ice_ttl)
+        self._types_cache: tuple[int, tuple[InstanceType, ...]] | None = None
+        self._lock = threading.Lock()
+
+    # Catalog ----------------------------------------------------------------------------------
+
+    def get_instance_types(self, provisioner: ProvisionerSpec | None = None) -> tuple[InstanceType, ...]:
+        version, unavailable = self.unavailable.snapshot()
+        with self._lock:
+            if self._types_cache is None or self._types_cache[0] != version:
+                self._types_cache = (version, with_unavailable(self._catalog, unavailable))
+            return self._types_cache[1]
+
+    # Instances --------------------------------------------------------------------------------
+
+    def create(self, request: NodeRequest) -> Instance:
+        _, unavailable = self.unavailable.snapshot()
+        options = launch_order(request, unavailable)
+        if not options:
+            raise InsufficientCapacityError("all requested instance types were unavailable during launch")
+        for option in options:
+            if not self._has_capacity(option):
+                self.unavailable.mark(option.instance_type.name, option.offering.zone, option.offering.capacity_type)
+                continue
+            return self._launch(request, option)
+        raise InsufficientCapacityError(
+            f"insufficient capacity for all {len(options)} offerings of "
+            f"{len(request.instance_type_options)} instance type(s)"
+        )
+
+    def _has_capacity(self, option: LaunchOption) -> bool:
+        it, offering = option.instance_type, option.offering
+        if self.store.in_outage(it.name, offering.zone, offering.capacity_type):
+            return False
+        fault = self.store.take_create_fault()
+        if fault == FAULT_INSUFFICIENT_CAPACITY:
+            return False
+        if fault is not None:
+            raise CloudProviderError(f"creating instance: injected fault {fault!r}")
+        return True
+
+    def _launch(self, request: NodeRequest, option: LaunchOption) -> Instance:
+        it, offering = option.instance_type, option.offering
+        instance_id = "i-" + uuid.uuid4().hex[:17]
+        labels = instance_labels(it, offering, request.provisioner)
+        annotations = {}
+        if self._node_label:
+            key, _, value = self._node_label.partition("=")
+            labels[key] = value
+            annotations[key] = value
+        row = InstanceRow(
+            instance_id=instance_id,
+            cluster=self._cluster,
+            provisioner=request.provisioner,
+            name=instance_id,
+            instance_type=it.name,
+            zone=offering.zone,
+            capacity_type=offering.capacity_type,
+            price=offering.price,
+            created_at=self._clock.now(),
+            terminated_at=None,
+            body={
+                "labels": labels,
+                "annotations": annotations,
+                "capacity": {k: v for k, v in it.capacity.items() if v},
+                "allocatable": {k: v for k, v in it.allocatable.items() if v > 0},
+            },
+        )
+        self.store.insert(row)
+        log.info("launched instance %s (%s, %s, %s)", instance_id, it.name, offering.zone, offering.capacity_type)
+        return _instance(row)
+
+    def delete(self, provider_id: str) -> None:
+        instance_id = instance_id_of(provider_id)
+        row = self.store.get(instance_id)
+        if row is None or row.cluster != self._cluster or not self.store.terminate(instance_id, self._clock.now()):
+            raise NodeNotFoundError(f"instance {instance_id} not found")
+        log.info("terminated instance %s", instance_id)
+
+    def get(self, provider_id: str) -> Instance:
+        row = self.store.get(instance_id_of(provider_id))
+        if row is None or row.terminated_at is not None or row.cluster != self._cluster:
+            raise NodeNotFoundError(f"instance {provider_id} not found")
+        return _instance(row)
+
+    def list(self) -> list[Instance]:
+        return [_instance(r) for r in self.store.running(self._cluster)]
+
+
+def _instance(row: InstanceRow) -> Instance:
+    body = row.body
+    return Instance(
+        provider_id=provider_id(row.zone, row.instance_id),
+        name=row.name,
+        instance_type=row.instance_type,
+        zone=row.zone,
+        capacity_type=row.capacity_type,
+        price=row.price,
+        provisioner=row.provisioner,
+        created_at=row.created_at,
+        labels=dict(body.get("labels", {})),
+        annotations=dict(body.get("annotations", {})),
+        capacity={str(k): int(v) for k, v in body.get("capacity", {}).items()},
+        allocatable={str(k): int(v) for k, v in body.get("allocatable", {}).items()},
+    )

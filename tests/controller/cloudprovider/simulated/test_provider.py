@@ -1,0 +1,75 @@
+"""The simulated cloud provider: launches, persistence in SQLite, faults and fallbacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.apis import labels as L
+from controller.clock import FakeClock
+from controller.cloudprovider.base import NodeRequest
+from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
+from controller.scheduling.requirements import Requirements
+
+
+def types(*wanted: str) -> tuple:  # type: ignore[type-arg]
+    by_name = {it.name: it for it in simulated_catalog()}
+    return tuple(by_name[n] for n in wanted)
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> SimulatedCloudProvider:
+    return SimulatedCloudProvider(tmp_path / "cloud.db", FakeClock(), cluster="test")
+
+
+def test_create_launches_cheapest_spot_and_reports_node_labels(provider: SimulatedCloudProvider) -> None:
+    inst = provider.create(NodeRequest("default", Requirements(), types("m5.large", "m5.xlarge")))
+    assert inst.instance_type == "m5.large"
+    assert inst.capacity_type == L.CAPACITY_TYPE_SPOT
+    assert inst.provider_id == f"simulated:///{inst.zone}/{inst.name}"
+    assert inst.labels[L.PROVISIONER_NAME] == "default"
+    assert inst.labels["kwok.x-k8s.io/node"] == "fake"
+    assert inst.capacity["cpu"] == 2000 and inst.allocatable["cpu"] < 2000
+
+
+def test_instances_outlive_the_provider_object(tmp_path: Path) -> None:
+    first = SimulatedCloudProvider(tmp_path / "cloud.db", FakeClock(), cluster="test")
+    inst = first.create(NodeRequest("default", Requirements(), types("m5.large")))
+    second = SimulatedCloudProvider(tmp_path / "cloud.db", FakeClock(), cluster="test")
+    assert [i.provider_id for i in second.list()] == [inst.provider_id]
+    assert second.get(inst.provider_id).instance_type == "m5.large"
+    other_cluster = SimulatedCloudProvider(tmp_path / "cloud.db", FakeClock(), cluster="other")
+    assert other_cluster.list() == []
+
+
+def test_delete_then_get_and_delete_report_not_found(provider: SimulatedCloudProvider) -> None:
+    inst = provider.create(NodeRequest("default", Requirements(), types("m5.large")))
+    provider.delete(inst.provider_id)
+    assert provider.list() == []
+    with pytest.raises(NodeNotFoundError):
+        provider.get(inst.provider_id)
+    with pytest.raises(NodeNotFoundError):
+        provider.delete(inst.provider_id)
+
+
+def test_outage_falls_back_and_caches_the_offering(provider: SimulatedCloudProvider) -> None:
+    cheapest = provider.create(NodeRequest("default", Requirements(), types("m5.large")))
+    provider.store.set_outage("m5.large", cheapest.zone, "spot")
+    inst = provider.create(NodeRequest("default", Requirements(), types("m5.large")))
+    assert (inst.zone, inst.capacity_type) != (cheapest.zone, "spot")
+    (m5,) = [it for it in provider.get_instance_types() if it.name == "m5.large"]
+    assert [o.available for o in m5.offerings if (o.zone, o.capacity_type) == (cheapest.zone, "spot")] == [False]
+
+
+def test_injected_faults(provider: SimulatedCloudProvider) -> None:
+    provider.store.fail_next_creates(1, "error")
+    with pytest.raises(CloudProviderError):
+        provider.create(NodeRequest("default", Requirements(), types("m5.large")))
+    assert provider.list() == []
+    provider.store.fail_next_creates(6)  # every offering of m5.large: 3 zones x 2 capacity types
+    with pytest.raises(InsufficientCapacityError):
+        provider.create(NodeRequest("default", Requirements(), types("m5.large")))
+    assert provider.list() == []

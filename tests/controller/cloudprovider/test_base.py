@@ -1,0 +1,60 @@
+"""Launch ordering and the insufficient-capacity cache of `controller/cloudprovider/base.py`."""
+
+from __future__ import annotations
+
+from controller.apis import labels as L
+from controller.clock import FakeClock
+from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, launch_order, with_unavailable
+from controller.scheduling.instancetypes import new_instance_type
+from controller.scheduling.requirements import IN, Requirement, Requirements
+from controller.scheduling.types import InstanceType, Offering
+
+
+def make_instance_type(
+    name: str, od: float, spot: float | None = None, zones: tuple[str, ...] = ("z1",)
+) -> InstanceType:
+    offerings = [Offering(z, L.CAPACITY_TYPE_ON_DEMAND, od) for z in zones]
+    if spot is not None:
+        offerings += [Offering(z, L.CAPACITY_TYPE_SPOT, spot) for z in zones]
+    return new_instance_type(name, {L.INSTANCE_TYPE: name}, {"cpu": 2000}, {"cpu": 100}, offerings)
+
+
+def request(*types: InstanceType, **reqs: list[str]) -> NodeRequest:
+    keys = {"capacity_type": L.CAPACITY_TYPE, "zone": L.ZONE}
+    return NodeRequest("default", Requirements(Requirement.new(keys[k], IN, v) for k, v in reqs.items()), types)
+
+
+def names(req: NodeRequest, unavailable: frozenset[tuple[str, str, str]] = frozenset()) -> list[str]:
+    return [f"{o.instance_type.name}/{o.offering.capacity_type}" for o in launch_order(req, unavailable)]
+
+
+def test_spot_before_on_demand_cheapest_first() -> None:
+    a, b = make_instance_type("a", od=1.0, spot=0.5), make_instance_type("b", od=0.8, spot=0.3)
+    assert names(request(a, b)) == ["b/spot", "a/spot", "b/on-demand", "a/on-demand"]
+
+
+def test_requirements_restrict_capacity_type_and_zone() -> None:
+    a = make_instance_type("a", od=1.0, spot=0.5, zones=("z1", "z2"))
+    assert names(request(a, capacity_type=["on-demand"], zone=["z2"])) == ["a/on-demand"]
+
+
+def test_cached_offerings_are_skipped() -> None:
+    a, b = make_instance_type("a", od=1.0, spot=0.5), make_instance_type("b", od=0.8, spot=0.3)
+    assert names(request(a, b), frozenset({("b", "z1", "spot")}))[0] == "a/spot"
+
+
+def test_cache_expires_after_ttl() -> None:
+    clock = FakeClock()
+    cache = UnavailableOfferings(clock, ttl=45)
+    cache.mark("a", "z1", "spot")
+    clock.step(44)
+    assert cache.is_unavailable("a", "z1", "spot")
+    clock.step(2)
+    assert not cache.is_unavailable("a", "z1", "spot")
+
+
+def test_with_unavailable_marks_offering_and_drops_it_from_requirements() -> None:
+    a = make_instance_type("a", od=1.0, spot=0.5)
+    (marked,) = with_unavailable([a], frozenset({("a", "z1", "spot")}))
+    assert [o.available for o in marked.offerings] == [True, False]
+    assert not marked.requirements[L.CAPACITY_TYPE].has("spot")

@@ -1,0 +1,81 @@
+"""`FakeCloudProvider`: an in-memory `CloudProvider` with knobs.
+
+Knobs: `next_create_error` (raised by the next `create`, then cleared), `create_errors` (a queue
+used after it), `delete_error`. Records: `create_calls` (the `NodeRequest`s), `delete_calls`.
+Launch choice is the real `launch_order()`, so tests see spot-first/cheapest-first behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from controller.clock import Clock, FakeClock
+from controller.cloudprovider.base import Instance, NodeRequest, instance_labels, launch_order
+from controller.cloudprovider.errors import InsufficientCapacityError, NodeNotFoundError
+from controller.scheduling.types import InstanceType, ProvisionerSpec
+
+
+class FakeCloudProvider:
+    name = "fake"
+
+    def __init__(self, instance_types: Sequence[InstanceType] = (), clock: Clock | None = None) -> None:
+        self.instance_types = tuple(instance_types)
+        self.clock = clock or FakeClock()
+        self.instances: dict[str, Instance] = {}
+        self.next_create_error: Exception | None = None
+        self.create_errors: list[Exception] = []
+        self.delete_error: Exception | None = None
+        self.create_calls: list[NodeRequest] = []
+        self.delete_calls: list[str] = []
+        self._seq = 0
+
+    def get_instance_types(self, provisioner: ProvisionerSpec | None = None) -> tuple[InstanceType, ...]:
+        return self.instance_types
+
+    def create(self, request: NodeRequest) -> Instance:
+        self.create_calls.append(request)
+        if self.next_create_error is not None:
+            err, self.next_create_error = self.next_create_error, None
+            raise err
+        if self.create_errors:
+            raise self.create_errors.pop(0)
+        options = launch_order(request)
+        if not options:
+            raise InsufficientCapacityError("all requested instance types were unavailable during launch")
+        option = options[0]
+        self._seq += 1
+        name = f"fake-{self._seq}"
+        instance = Instance(
+            provider_id=f"fake:///{option.offering.zone}/{name}",
+            name=name,
+            instance_type=option.instance_type.name,
+            zone=option.offering.zone,
+            capacity_type=option.offering.capacity_type,
+            price=option.offering.price,
+            provisioner=request.provisioner,
+            created_at=self.clock.now(),
+            labels=instance_labels(option.instance_type, option.offering, request.provisioner),
+            capacity=dict(option.instance_type.capacity),
+            allocatable=option.instance_type.allocatable,
+        )
+        self.instances[instance.provider_id] = instance
+        return instance
+
+    def add(self, instance: Instance) -> None:
+        self.instances[instance.provider_id] = instance
+
+    def delete(self, provider_id: str) -> None:
+        self.delete_calls.append(provider_id)
+        if self.delete_error is not None:
+            raise self.delete_error
+        if self.instances.pop(provider_id, None) is None:
+            raise NodeNotFoundError(f"instance {provider_id} not found")
+
+    def get(self, provider_id: str) -> Instance:
+        try:
+            return self.instances[provider_id]
+        except KeyError:
+            raise NodeNotFoundError(f"instance {provider_id} not found") from None
+
+    def list(self) -> list[Instance]:
+        return list(self.instances.values())
