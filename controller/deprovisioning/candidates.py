@@ -1,0 +1,146 @@
+"""Which nodes may be disrupted, why some may not, and in which order (spec §6.2).
+
+Pure. `candidates()` builds a `Candidate` for every node that is eligible at all (labelled,
+its provisioner and instance type known, initialized, not nominated, not being deleted) and
+that a strategy's predicate accepts. `filter_candidates()` drops nodes whose pods cannot be
+evicted now (a PDB allowing no disruption, a `do-not-evict` pod) and says why, as
+`DeprovisioningBlocked` events. `disruption_cost()` orders consolidation candidates.
+Neighbours: `types.py` (inputs), the strategies (`expiration.py`, `emptiness.py`,
+`consolidation.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from controller.apis import labels as L
+from controller.deprovisioning.commands import Event, blocked
+from controller.deprovisioning.types import POD_DELETION_COST, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
+from controller.scheduling.types import InstanceType, Offering
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    """A node that may be disrupted, with what pricing and ordering need."""
+
+    node: NodeInfo
+    provisioner: ProvisionerInfo
+    instance_type: InstanceType
+    capacity_type: str
+    zone: str
+    offering: Offering | None
+    disruption_cost: float
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def pods(self) -> tuple[PodInfo, ...]:
+        """The pods that would have to move (static, daemonset, terminal, terminating pods excluded)."""
+        return self.node.reschedulable_pods
+
+    @property
+    def price(self) -> float | None:
+        return self.offering.price if self.offering is not None else None
+
+
+def new_candidate(node: NodeInfo, snapshot: Snapshot) -> Candidate | None:
+    """The candidate view of `node`, or None when it is not a candidate at all (spec §6.2)."""
+    labels = node.labels
+    capacity_type, zone = labels.get(L.CAPACITY_TYPE), labels.get(L.ZONE)
+    prov_name, type_name = labels.get(L.PROVISIONER_NAME), labels.get(L.INSTANCE_TYPE)
+    if not (capacity_type and zone and prov_name):
+        return None
+    provisioner = snapshot.provisioners.get(prov_name)
+    if provisioner is None:
+        return None
+    instance_type = next((it for it in provisioner.instance_types if it.name == type_name), None)
+    if instance_type is None:
+        return None
+    if node.marked_for_deletion or not node.state.initialized or node.nominated:
+        return None
+    offering = next(
+        (o for o in instance_type.offerings if o.zone == zone and o.capacity_type == capacity_type), None
+    )
+    return Candidate(
+        node=node,
+        provisioner=provisioner,
+        instance_type=instance_type,
+        capacity_type=capacity_type,
+        zone=zone,
+        offering=offering,
+        disruption_cost=disruption_cost(node, provisioner, snapshot.now),
+    )
+
+
+def candidates(snapshot: Snapshot, should: Callable[[Candidate], bool]) -> list[Candidate]:
+    """Every candidate accepted by `should`, in snapshot order (stable by creation time, then name)."""
+    out = []
+    for node in sorted(snapshot.nodes, key=lambda n: (n.created, n.name)):
+        cand = new_candidate(node, snapshot)
+        if cand is not None and should(cand):
+            out.append(cand)
+    return out
+
+
+def blocked_reason(cand: Candidate, snapshot: Snapshot) -> str | None:
+    """Why `cand` cannot be disrupted now (None when it can), spec §6.2 filterCandidates."""
+    if cand.node.deleting:
+        return "in the process of deletion"
+    for pod in cand.pods:
+        for pdb in snapshot.pdbs:
+            if pdb.disruptions_allowed <= 0 and pdb.selects(pod):
+                return f"pdb {pdb.namespace}/{pdb.name} prevents pod evictions"
+    for pod in cand.pods:
+        if pod.do_not_evict:
+            return f"pod {pod.key} has do not evict annotation"
+    return None
+
+
+def filter_candidates(cands: Iterable[Candidate], snapshot: Snapshot) -> tuple[list[Candidate], list[Event]]:
+    """The candidates that can be disrupted now, and a `DeprovisioningBlocked` event per other one."""
+    kept: list[Candidate] = []
+    events: list[Event] = []
+    for cand in cands:
+        why = blocked_reason(cand, snapshot)
+        if why is None:
+            kept.append(cand)
+        else:
+            events.append(blocked(cand.name, why))
+    return kept, events
+
+
+def _pod_cost(pod: PodInfo) -> float:
+    try:
+        deletion_cost = float(pod.annotations.get(POD_DELETION_COST, "0"))
+    except ValueError:
+        deletion_cost = 0.0
+    cost = 1.0 + deletion_cost / 2**27 + pod.priority / 2**25
+    return max(-10.0, min(10.0, cost))
+
+
+def lifetime_remaining(node: NodeInfo, provisioner: ProvisionerInfo, now: datetime) -> float:
+    """Fraction of `ttlSecondsUntilExpired` still ahead of the node, in [0, 1] (1 without a TTL)."""
+    ttl = provisioner.provisioner.ttl_seconds_until_expired
+    if not ttl:
+        return 1.0
+    age = (now - node.created).total_seconds()
+    return max(0.0, min(1.0, (ttl - age) / ttl))
+
+
+def disruption_cost(node: NodeInfo, provisioner: ProvisionerInfo, now: datetime) -> float:
+    """Σ clamp(1 + deletionCost/2^27 + priority/2^25, ±10) over the pods × lifetime remaining (spec §6.2)."""
+    return sum(_pod_cost(p) for p in node.reschedulable_pods) * lifetime_remaining(node, provisioner, now)
+
+
+def by_disruption_cost(cands: Iterable[Candidate]) -> list[Candidate]:
+    """Cheapest to disrupt first; ties by creation time then name (karpy's deterministic order)."""
+    return sorted(cands, key=lambda c: (c.disruption_cost, c.node.created, c.name))
+
+
+def expiration_time(cand: Candidate) -> datetime | None:
+    ttl = cand.provisioner.provisioner.ttl_seconds_until_expired
+    return None if ttl is None else cand.node.created + timedelta(seconds=ttl)

@@ -1,0 +1,51 @@
+"""Expiration: replace a node older than its provisioner's `ttlSecondsUntilExpired` (spec §6.4).
+
+Pure. A node is expired when its provisioner has the TTL and either it carries
+`karpenter.sh/voluntary-disruption: expired` or `now > creationTimestamp + TTL` (karpy reads the
+age directly instead of waiting for a marker pass). Candidates are filtered (PDB,
+do-not-evict) and taken oldest expiry first; the first whose simulation does not abort is
+replaced by the nodes the simulation launches ("pre-spun" capacity, possibly none). It
+proceeds even if some pods cannot be placed (spec §12.11). One node per pass, no validation wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from controller.apis import labels as L
+from controller.deprovisioning.candidates import Candidate, candidates, expiration_time, filter_candidates
+from controller.deprovisioning.commands import EXPIRATION, Command
+from controller.deprovisioning.simulation import simulate
+from controller.deprovisioning.strategy import Outcome
+from controller.deprovisioning.types import Scheduler, Snapshot
+
+EXPIRED = "expired"
+
+
+def is_expired(cand: Candidate, now: datetime) -> bool:
+    expires = expiration_time(cand)
+    if expires is None:
+        return False
+    marker = cand.node.annotations.get(L.VOLUNTARY_DISRUPTION)
+    if marker is not None:
+        return marker == EXPIRED
+    return now > expires
+
+
+@dataclass(frozen=True)
+class Expiration:
+    name: str = EXPIRATION
+    method: str = EXPIRATION
+    needs_validation: bool = False
+
+    def compute(self, snapshot: Snapshot, scheduler: Scheduler) -> Outcome:
+        found = candidates(snapshot, lambda c: is_expired(c, snapshot.now))
+        kept, events = filter_candidates(found, snapshot)
+        kept.sort(key=lambda c: (expiration_time(c) or snapshot.now, c.name))
+        for cand in kept:
+            sim = simulate(snapshot, [cand], scheduler)
+            if sim is None:
+                continue
+            return Outcome(Command(EXPIRATION, (cand,), sim.new_nodes), tuple(events), len(kept))
+        return Outcome(events=tuple(events), eligible=len(kept))

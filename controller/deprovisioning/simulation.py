@@ -1,0 +1,66 @@
+"""Scheduling simulation: if these candidates were gone, where would their pods go? (spec §6.2)
+
+Pure, apart from calling the injected scheduler (itself pure). The remaining capacity is every
+node that is neither a candidate nor marked for deletion; the pods are the candidates' pods,
+the pods of nodes already being deleted, and the pending pods (so a replacement also absorbs
+them). A pod placed on a node that is not initialized counts as not scheduled.
+
+karpy decision (as later Karpenter, `AllNonPendingPodsScheduled`): only the pods that would
+have to move must schedule; a pending pod that fits nowhere does not block deprovisioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from controller.deprovisioning.candidates import Candidate
+from controller.deprovisioning.types import Scheduler, Snapshot
+from controller.scheduling.types import NewNode, PodRequest, SchedulingInput, SchedulingResult
+
+
+@dataclass(frozen=True, eq=False)
+class Simulation:
+    result: SchedulingResult
+    errors: Mapping[str, str]
+    """pod key → why it would not schedule, for the pods that must move."""
+
+    @property
+    def new_nodes(self) -> tuple[NewNode, ...]:
+        return self.result.new_nodes
+
+    @property
+    def all_scheduled(self) -> bool:
+        return not self.errors
+
+    def describe_errors(self) -> str:
+        return "; ".join(f"{pod}: {why}" for pod, why in sorted(self.errors.items()))
+
+
+def simulate(snapshot: Snapshot, cands: Sequence[Candidate], scheduler: Scheduler) -> Simulation | None:
+    """Simulate removing `cands`; None (abort, retry later) if one is already marked for deletion."""
+    names = {c.name for c in cands}
+    if any(c.node.marked_for_deletion for c in cands):
+        return None
+    moving: list[PodRequest] = [p.request for c in cands for p in c.pods]
+    moving += [p.request for n in snapshot.nodes if n.marked_for_deletion and n.name not in names
+               for p in n.reschedulable_pods]
+    remaining = [n for n in snapshot.nodes if n.name not in names and not n.marked_for_deletion]
+    result = scheduler(
+        SchedulingInput(
+            pods=[*moving, *snapshot.pending_pods],
+            provisioners=[p.spec for p in snapshot.provisioners.values()],
+            instance_types={name: p.instance_types for name, p in snapshot.provisioners.items()},
+            nodes=[n.state for n in remaining],
+            daemonsets=snapshot.daemonsets,
+        )
+    )
+    must_move = {p.key for p in moving}
+    errors = {key: why for key, why in result.unschedulable.items() if key in must_move}
+    uninitialized = {n.name for n in remaining if not n.state.initialized}
+    for node_name, pod_keys in result.existing_assignments.items():
+        if node_name in uninitialized:
+            for key in pod_keys:
+                if key in must_move:
+                    errors[key] = f"would schedule against a non-initialized node {node_name}"
+    return Simulation(result=result, errors=errors)

@@ -1,0 +1,73 @@
+"""Re-checking a consolidation command after the validation wait (spec §6.6 "Validation").
+
+Pure. A consolidation command is computed, then held for `validation_wait_seconds` (15 s) while
+the cluster moves on (pods arrive, nodes get nominated); `validate()` recomputes against the
+fresh snapshot. For an empty-node command, the nodes still candidates must still be empty. For
+the others, every candidate must still be one (eligible, not blocked, not nominated) and a new
+simulation must give the same kind of answer: delete stays delete, a replacement's instance
+types must all still be offered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.deprovisioning.candidates import Candidate, candidates
+from controller.deprovisioning.commands import Command
+from controller.deprovisioning.consolidation import consolidation_blocker
+from controller.deprovisioning.consolidators import consolidation_candidates
+from controller.deprovisioning.simulation import simulate
+from controller.deprovisioning.types import Scheduler, Snapshot
+
+EMPTY_NODE_METHOD = "emptynodeconsolidation"
+
+
+@dataclass(frozen=True, eq=False)
+class Validation:
+    """The command to execute (rebuilt on current candidates), or why it is no longer valid."""
+
+    command: Command | None
+    why_not: str = ""
+
+
+def _invalid(cmd: Command, why: str) -> Validation:
+    return Validation(None, f"command is no longer valid, {why}: {cmd}")
+
+
+def validate(cmd: Command, method: str, snapshot: Snapshot, scheduler: Scheduler) -> Validation:
+    if method == EMPTY_NODE_METHOD:
+        return _validate_empty(cmd, snapshot)
+    current, _ = consolidation_candidates(snapshot)
+    by_name = {c.name: c for c in current}
+    mapped: list[Candidate] = [by_name[n] for n in cmd.node_names if n in by_name]
+    if len(mapped) != len(cmd.candidates):
+        return _invalid(cmd, "a candidate is no longer eligible")
+    sim = simulate(snapshot, mapped, scheduler)
+    if sim is None:
+        return _invalid(cmd, "a candidate is being deleted")
+    if not sim.all_scheduled:
+        return _invalid(cmd, "not all pods would schedule")
+    if len(sim.new_nodes) > 1:
+        return _invalid(cmd, f"would need {len(sim.new_nodes)} new nodes")
+    if not sim.new_nodes:
+        if cmd.replacements:
+            return _invalid(cmd, "a replacement is no longer needed")
+        return Validation(Command(cmd.deprovisioner, tuple(mapped)))
+    if not cmd.replacements:
+        return _invalid(cmd, "a replacement would now be needed")
+    offered = {it.name for it in sim.new_nodes[0].instance_type_options}
+    if any(it.name not in offered for r in cmd.replacements for it in r.instance_type_options):
+        return _invalid(cmd, "the replacement's instance types are no longer suitable")
+    return Validation(Command(cmd.deprovisioner, tuple(mapped), cmd.replacements))
+
+
+def _validate_empty(cmd: Command, snapshot: Snapshot) -> Validation:
+    current = candidates(snapshot, lambda c: consolidation_blocker(c.node, snapshot) is None)
+    by_name = {c.name: c for c in current}
+    mapped = [by_name[n] for n in cmd.node_names if n in by_name]
+    if any(c.pods for c in mapped):
+        return _invalid(cmd, "a node is no longer empty")
+    if not mapped:
+        return _invalid(cmd, "no candidate is left")
+    # Nodes that stopped being candidates (nominated, deleted) are simply left out.
+    return Validation(Command(cmd.deprovisioner, tuple(mapped)))

@@ -1,0 +1,143 @@
+"""Consolidation's core decision: delete, replace with one cheaper node, or nothing (spec §6.6)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from controller.apis import labels as L
+from controller.deprovisioning.candidates import candidates
+from controller.deprovisioning.commands import CONSOLIDATION, Command
+from controller.deprovisioning.consolidation import (
+    compute_consolidation,
+    consolidation_blocker,
+    filter_out_same_type,
+    worst_launch_price,
+)
+from controller.deprovisioning.types import Snapshot
+from controller.scheduling.requirements import Requirements
+from controller.scheduling.types import SchedulingInput, SchedulingResult
+from tests.controller.deprovisioning.builders import (
+    LARGE,
+    MEDIUM,
+    SMALL,
+    fake_schedule,
+    make_instance_type,
+    make_node,
+    make_pod,
+    make_provisioner,
+    make_snapshot,
+)
+
+ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
+ANY_CAPACITY = [make_provisioner(consolidation=True)]
+
+
+def _compute(snap: Snapshot, *names: str, scheduler=fake_schedule):  # type: ignore[no-untyped-def]
+    by_name = {c.name: c for c in candidates(snap, lambda c: True)}
+    return compute_consolidation(snap, [by_name[n] for n in names], scheduler)
+
+
+def test_a_node_whose_pods_fit_elsewhere_is_deleted() -> None:
+    snap = make_snapshot([make_node("n1", pods=[make_pod("a")]), make_node("n2", pods=[make_pod("b")])], ON_DEMAND)
+    result = _compute(snap, "n1")
+    assert result.command is not None and result.command.reason == "consolidation/delete"
+    assert result.command.node_names == ("n1",)
+
+
+def test_a_node_is_replaced_by_a_cheaper_one() -> None:
+    snap = make_snapshot([make_node("big", LARGE, pods=[make_pod("a", cpu=1.5)])], ON_DEMAND)
+    cmd = _compute(snap, "big").command
+    assert cmd is not None and cmd.reason == "consolidation/replace"
+    (new,) = cmd.replacements
+    assert [it.name for it in new.instance_type_options] == ["small", "medium"]
+    assert new.launch is not None and new.launch.instance_type.name == "small"
+
+
+def test_no_replacement_that_is_not_strictly_cheaper() -> None:
+    snap = make_snapshot([make_node("n1", SMALL, pods=[make_pod("a", cpu=1.5)])], ON_DEMAND)
+    assert _compute(snap, "n1").why_not == "can't replace with a cheaper node"
+
+
+def test_never_spot_to_spot() -> None:
+    snap = make_snapshot([make_node("n1", LARGE, capacity_type="spot", pods=[make_pod("a")])], ANY_CAPACITY)
+    assert _compute(snap, "n1").why_not == "can't replace a spot node with a spot node"
+
+
+def test_spot_node_can_still_be_consolidated_by_deletion() -> None:
+    nodes = [make_node("n1", LARGE, capacity_type="spot", pods=[make_pod("a")]), make_node("n2", pods=[])]
+    cmd = _compute(make_snapshot(nodes, ANY_CAPACITY), "n1").command
+    assert cmd is not None and cmd.reason == "consolidation/delete"
+
+
+def test_on_demand_to_spot_is_allowed_and_pinned_to_spot() -> None:
+    snap = make_snapshot([make_node("n1", LARGE, pods=[make_pod("a")])], ANY_CAPACITY)
+    cmd = _compute(snap, "n1").command
+    assert cmd is not None and cmd.reason == "consolidation/replace"
+    (new,) = cmd.replacements
+    assert new.requirements[L.CAPACITY_TYPE].values == frozenset({"spot"})
+    assert new.launch is not None and new.launch.capacity_type == "spot"
+
+
+def test_pods_that_cannot_be_rescheduled_block_consolidation() -> None:
+    def pinned(inp: SchedulingInput) -> SchedulingResult:
+        result = fake_schedule(inp)
+        stuck = {p.key: "needs its node" for p in inp.pods if p.labels.get("app") == "pinned"}
+        return dataclasses.replace(result, unschedulable={**result.unschedulable, **stuck})
+
+    nodes = [make_node("n1", pods=[make_pod("a", labels={"app": "pinned"})]), make_node("n2")]
+    result = _compute(make_snapshot(nodes, ON_DEMAND), "n1", scheduler=pinned)
+    assert result.command is None and "default/a: needs its node" in result.why_not
+
+
+def test_pods_landing_on_a_node_that_is_not_initialized_do_not_count() -> None:
+    nodes = [make_node("n1", pods=[make_pod("a")]), make_node("booting", initialized=False)]
+    result = _compute(make_snapshot(nodes, ON_DEMAND), "n1")
+    assert result.command is None
+    assert "would schedule against a non-initialized node booting" in result.why_not
+
+
+def test_more_than_one_new_node_is_not_a_consolidation() -> None:
+    huge = make_instance_type("huge", 16, od=5.0)
+    provisioners = [
+        make_provisioner(capacity_types=["on-demand"], instance_types=[MEDIUM]),
+        make_provisioner("big", consolidation=True, capacity_types=["on-demand"], instance_types=[huge]),
+    ]
+    node = make_node("n1", huge, provisioner="big", pods=[make_pod(f"p{i}", cpu=3.5) for i in range(3)])
+    assert _compute(make_snapshot([node], provisioners), "n1").why_not == "can't remove without creating 3 nodes"
+
+
+DO_NOT_CONSOLIDATE = {
+    "true opts out": ("true", True, "karpenter.sh/do-not-consolidate annotation exists"),
+    "false means nothing (enabled)": ("false", True, None),
+    "false means nothing (disabled)": ("false", False, "provisioner default has consolidation disabled"),
+    "no annotation, disabled": (None, False, "provisioner default has consolidation disabled"),
+}
+
+
+@pytest.mark.parametrize(("value", "enabled", "why"), DO_NOT_CONSOLIDATE.values(), ids=DO_NOT_CONSOLIDATE.keys())
+def test_consolidation_eligibility(value: str | None, enabled: bool, why: str | None) -> None:
+    annotations = {} if value is None else {L.DO_NOT_CONSOLIDATE: value}
+    node = make_node("n1", annotations=annotations)
+    snap = make_snapshot([node], [make_provisioner(consolidation=enabled)])
+    assert consolidation_blocker(node, snap) == why
+
+
+def test_worst_launch_price_is_the_dearest_spot_price_if_spot_is_allowed() -> None:
+    it = make_instance_type("x", 2, od=0.5, spot=0.2, zones=("zone-a", "zone-b"))
+    it = dataclasses.replace(it, offerings=(*it.offerings[:-1], dataclasses.replace(it.offerings[-1], price=0.3)))
+    assert worst_launch_price(it, Requirements()) == 0.3
+    on_demand = Requirements.from_labels({L.CAPACITY_TYPE: "on-demand"})
+    assert worst_launch_price(it, on_demand) == 0.5
+    assert worst_launch_price(it, Requirements.from_labels({L.ZONE: "zone-z"})) == float("inf")
+
+
+def test_filter_out_same_type_refuses_a_replacement_of_a_removed_type_at_its_price() -> None:
+    nodes = [make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=1.5)]) for i in range(2)]
+    snap = make_snapshot(nodes, ON_DEMAND)
+    cmd = _compute(snap, "n0", "n1").command
+    assert cmd is not None and [it.name for it in cmd.replacements[0].instance_type_options] == ["medium"]
+    assert filter_out_same_type(cmd) is None
+    delete = Command(CONSOLIDATION, cmd.candidates)
+    assert filter_out_same_type(delete) is delete
