@@ -1,0 +1,1 @@
+"""Karpy's narrow Kubernetes adapter (`client.py`) and its typed errors (`errors.py`)."""

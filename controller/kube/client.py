@@ -1,0 +1,231 @@
+"""`KubeClient`: the only code that talks HTTP to the Kubernetes API server.
+
+A narrow adapter over plain JSON: objects are dicts exactly as the API server sends them.
+Authentication comes from the `kubernetes` package's config loaders (kubeconfig file, in-cluster,
+then `$KUBECONFIG`); requests go through one urllib3 pool. Errors are the typed ones of
+`errors.py` (a lost connection is `ConnectionLostError`). The `Kube` protocol is what the rest
+of karpy depends on; `tests/fakes/kube.py` implements it in memory.
+
+Methods: `list`, `watch` (yields `WatchEvent`s; raises `GoneError` on 410 — the caller
+re-lists), `get`, `create`, `patch` (JSON merge patch, optional `status` subresource),
+`replace`, `delete`, `bind` (Binding subresource), `evict` (Eviction API, `policy/v1`), and
+`create_event`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlencode
+
+import urllib3
+
+from controller.kube.errors import ConnectionLostError, KubeError, from_status
+from controller.kube.resources import EVENTS, PODS, Kind
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[Obj]
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
+    object: Obj
+
+
+class Kube(Protocol):
+    def list(self, kind: Kind) -> ListResult: ...
+
+    def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]: ...
+
+    def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj: ...
+
+    def create(self, kind: Kind, obj: Mapping[str, Any], namespace: str | None = None) -> Obj: ...
+
+    def patch(
+        self,
+        kind: Kind,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj: ...
+
+    def replace(self, kind: Kind, name: str, obj: Mapping[str, Any], namespace: str | None = None) -> Obj: ...
+
+    def delete(self, kind: Kind, name: str, namespace: str | None = None) -> None: ...
+
+    def bind(self, namespace: str, pod: str, node: str) -> None: ...
+
+    def evict(self, namespace: str, pod: str) -> None: ...
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None: ...
+
+
+class KubeClient:
+    """The real adapter (see the module docstring)."""
+
+    def __init__(self, kubeconfig: str | None = None, timeout: float = 30.0) -> None:
+        from kubernetes import config as kconfig
+        from kubernetes.client import Configuration
+
+        cfg = Configuration()
+        if kubeconfig:
+            kconfig.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            try:
+                kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            except kconfig.ConfigException:
+                kconfig.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        self.host = cfg.host.rstrip("/")
+        self._headers = {"Accept": "application/json", "User-Agent": "karpy-controller"}
+        token = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization")
+        if token:
+            self._headers["Authorization"] = token
+        self._timeout = timeout
+        self._http = urllib3.PoolManager(
+            num_pools=4,
+            maxsize=16,
+            cert_reqs="CERT_REQUIRED" if cfg.verify_ssl else "CERT_NONE",
+            ca_certs=cfg.ssl_ca_cert,
+            cert_file=cfg.cert_file,
+            key_file=cfg.key_file,
+            retries=False,
+        )
+
+    # Transport -------------------------------------------------------------------------------
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> Obj:
+        url = self.host + path + (("?" + urlencode(query)) if query else "")
+        headers = dict(self._headers)
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body).encode()
+        try:
+            resp = self._http.request(method, url, body=data, headers=headers, timeout=self._timeout)
+        except urllib3.exceptions.HTTPError as err:
+            raise ConnectionLostError(f"{method} {path}: {err}") from err
+        return _decode(method, path, resp.status, resp.data)
+
+    # Reads -----------------------------------------------------------------------------------
+
+    def list(self, kind: Kind) -> ListResult:
+        obj = self._request("GET", kind.collection())
+        return ListResult(list(obj.get("items") or []), str((obj.get("metadata") or {}).get("resourceVersion", "")))
+
+    def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]:
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        url = f"{self.host}{kind.collection()}?{urlencode(query)}"
+        try:
+            resp = self._http.request(
+                "GET",
+                url,
+                headers=self._headers,
+                preload_content=False,
+                timeout=urllib3.Timeout(connect=10, read=timeout_seconds + 15),
+            )
+        except urllib3.exceptions.HTTPError as err:
+            raise ConnectionLostError(f"watch {kind.name}: {err}") from err
+        try:
+            if resp.status != 200:
+                _decode("GET", kind.collection(), resp.status, resp.read())
+            buffer = b""
+            for chunk in resp.stream(65536, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield _watch_event(json.loads(line))
+        except urllib3.exceptions.HTTPError as err:
+            raise ConnectionLostError(f"watch {kind.name}: {err}") from err
+        finally:
+            resp.release_conn()
+
+    def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj:
+        return self._request("GET", kind.item(name, namespace))
+
+    # Writes ----------------------------------------------------------------------------------
+
+    def create(self, kind: Kind, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
+        return self._request("POST", kind.collection(namespace), dict(obj))
+
+    def patch(
+        self,
+        kind: Kind,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj:
+        path = kind.item(name, namespace) + (f"/{subresource}" if subresource else "")
+        return self._request("PATCH", path, dict(patch), content_type="application/merge-patch+json")
+
+    def replace(self, kind: Kind, name: str, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
+        return self._request("PUT", kind.item(name, namespace), dict(obj))
+
+    def delete(self, kind: Kind, name: str, namespace: str | None = None) -> None:
+        self._request("DELETE", kind.item(name, namespace))
+
+    def bind(self, namespace: str, pod: str, node: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        self._request("POST", PODS.item(pod, namespace) + "/binding", body)
+
+    def evict(self, namespace: str, pod: str) -> None:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}}
+        self._request("POST", PODS.item(pod, namespace) + "/eviction", body)
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        self._request("POST", EVENTS.collection(namespace), dict(event))
+
+
+def _decode(method: str, path: str, status: int, data: bytes) -> Obj:
+    try:
+        obj = json.loads(data) if data else {}
+    except ValueError:
+        obj = {"message": data[:200].decode(errors="replace")}
+    if status >= 300:
+        message = obj.get("message", "") if isinstance(obj, dict) else ""
+        reason = obj.get("reason", "") if isinstance(obj, dict) else ""
+        raise from_status(status, f"{method} {path}: {status} {message}".rstrip(), reason)
+    if not isinstance(obj, dict):
+        raise KubeError(f"{method} {path}: unexpected answer")
+    return obj
+
+
+def _watch_event(raw: Any) -> WatchEvent:
+    if not isinstance(raw, dict):
+        raise KubeError("watch: unexpected event")
+    event_type = str(raw.get("type", ""))
+    obj = raw.get("object") or {}
+    if event_type == "ERROR":
+        code = int(obj.get("code") or 500)
+        raise from_status(code, f"watch: {obj.get('message', '')}", str(obj.get("reason", "")))
+    return WatchEvent(event_type, obj)

@@ -1,0 +1,34 @@
+"""The kinds karpy reads and writes, and their REST paths (pure constants)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str  # the key used by cluster state: "pods", "nodes", …
+    group_version: str  # "v1" or "apps/v1"
+    plural: str
+    namespaced: bool
+
+    def collection(self, namespace: str | None = None) -> str:
+        base = "/api/v1" if self.group_version == "v1" else f"/apis/{self.group_version}"
+        if self.namespaced and namespace:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def item(self, name: str, namespace: str | None = None) -> str:
+        return f"{self.collection(namespace)}/{name}"
+
+
+PODS = Kind("pods", "v1", "pods", True)
+NODES = Kind("nodes", "v1", "nodes", False)
+PROVISIONERS = Kind("provisioners", "karpenter.sh/v1alpha5", "provisioners", False)
+AWSNODETEMPLATES = Kind("awsnodetemplates", "karpenter.k8s.aws/v1alpha1", "awsnodetemplates", False)
+DAEMONSETS = Kind("daemonsets", "apps/v1", "daemonsets", True)
+PDBS = Kind("poddisruptionbudgets", "policy/v1", "poddisruptionbudgets", True)
+EVENTS = Kind("events", "v1", "events", True)
+LEASES = Kind("leases", "coordination.k8s.io/v1", "leases", True)
+
+WATCHED = (PODS, NODES, PROVISIONERS, AWSNODETEMPLATES, DAEMONSETS, PDBS)

@@ -1,0 +1,187 @@
+"""`ClusterState`: the one in-memory view of the cluster, fed by watches, read via snapshots.
+
+Writers: the informers (`informer.py`) call `replace(kind, items)` after a list and
+`apply(kind, event, obj)` per watch event; controllers record what they just did before the
+watch reports it: `record_node(obj)` (an in-flight node), `record_binding(pod, node)`,
+`nominate(nodes, until)`, `mark_for_deletion(nodes)` / `unmark_for_deletion(nodes)`.
+Readers: `snapshot()` (an immutable `Snapshot`) and `synced()`, which gates every decision:
+true once every watched kind has been listed and none is re-listing after a lost watch.
+Thread-safe (one lock); views are cached per object resourceVersion.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from controller.clock import Clock
+from controller.kube.resources import AWSNODETEMPLATES, DAEMONSETS, NODES, PDBS, PODS, PROVISIONERS, WATCHED
+from controller.state.snapshot import NodeView, Obj, PodView, Snapshot
+from controller.state.views import node_view, pdb_view, pod_view, provisioner_view
+
+IN_FLIGHT_TTL = 120.0  # an in-flight node the watch never reports is forgotten after this
+BINDING_TTL = 30.0
+WATCHED_NAMES = tuple(kind.name for kind in WATCHED)
+
+_BUILDERS: Mapping[str, Callable[[Obj], Any]] = {
+    PODS.name: pod_view,
+    NODES.name: node_view,
+    PROVISIONERS.name: provisioner_view,
+    PDBS.name: pdb_view,
+}
+
+
+def object_key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+class ClusterState:
+    def __init__(self, clock: Clock, kinds: Iterable[str] = WATCHED_NAMES) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._kinds = tuple(kinds)
+        self._objects: dict[str, dict[str, Obj]] = {k: {} for k in self._kinds}
+        self._views: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in self._kinds}
+        self._listed: set[str] = set()
+        self._in_flight: dict[str, tuple[float, Obj]] = {}
+        self._bindings: dict[str, tuple[str, float]] = {}
+        self._nominated: dict[str, float] = {}
+        self._marked: set[str] = set()
+        self.generation = 0  # bumps on every change; lets controllers notice "something changed"
+
+    # Feeding ---------------------------------------------------------------------------------
+
+    def replace(self, kind: str, items: Iterable[Obj]) -> None:
+        with self._lock:
+            self._objects[kind] = {object_key(o): o for o in items}
+            self._listed.add(kind)
+            self.generation += 1
+
+    def apply(self, kind: str, event_type: str, obj: Obj) -> None:
+        key = object_key(obj)
+        with self._lock:
+            if event_type == "DELETED":
+                self._objects[kind].pop(key, None)
+            elif event_type in ("ADDED", "MODIFIED"):
+                self._objects[kind][key] = obj
+            else:
+                return
+            self.generation += 1
+
+    def unsynced(self, kind: str) -> None:
+        """A watch was lost: decisions wait until the kind is listed again."""
+        with self._lock:
+            self._listed.discard(kind)
+
+    def synced(self) -> bool:
+        with self._lock:
+            return self._listed.issuperset(self._kinds)
+
+    # What controllers just did ---------------------------------------------------------------
+
+    def record_node(self, obj: Obj) -> None:
+        with self._lock:
+            self._in_flight[object_key(obj)] = (self._clock.now(), obj)
+            self.generation += 1
+
+    def record_binding(self, pod_key: str, node: str) -> None:
+        with self._lock:
+            self._bindings[pod_key] = (node, self._clock.now())
+            self.generation += 1
+
+    def nominate(self, nodes: Iterable[str], until: float) -> None:
+        with self._lock:
+            for name in nodes:
+                self._nominated[name] = max(until, self._nominated.get(name, 0.0))
+
+    def mark_for_deletion(self, nodes: Iterable[str]) -> None:
+        with self._lock:
+            self._marked.update(nodes)
+            self.generation += 1
+
+    def unmark_for_deletion(self, nodes: Iterable[str]) -> None:
+        with self._lock:
+            self._marked.difference_update(nodes)
+            self.generation += 1
+
+    # Reading ---------------------------------------------------------------------------------
+
+    def _view(self, kind: str, key: str, obj: Obj) -> Any:
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or id(obj))
+        cached = self._views[kind].get(key)
+        if cached is not None and cached[0] == rv:
+            return cached[1]
+        view = _BUILDERS[kind](obj)
+        self._views[kind][key] = (rv, view)
+        return view
+
+    def _forget_stale(self, kind: str) -> None:
+        views = self._views[kind]
+        if len(views) > len(self._objects[kind]) * 2 + 64:
+            for key in [k for k in views if k not in self._objects[kind]]:
+                del views[key]
+
+    def snapshot(self) -> Snapshot:
+        now = self._clock.now()
+        with self._lock:
+            for kind in _BUILDERS:
+                if kind in self._objects:
+                    self._forget_stale(kind)
+            pods = self._pods(now)
+            nodes = self._nodes(now, pods)
+            provisioners = {
+                k: self._view(PROVISIONERS.name, k, o) for k, o in self._objects.get(PROVISIONERS.name, {}).items()
+            }
+            pdbs = tuple(self._view(PDBS.name, k, o) for k, o in self._objects.get(PDBS.name, {}).items())
+            return Snapshot(
+                synced=self._listed.issuperset(self._kinds),
+                now=now,
+                pods=pods,
+                nodes=nodes,
+                provisioners=provisioners,
+                daemonsets=tuple(self._objects.get(DAEMONSETS.name, {}).values()),
+                pdbs=pdbs,
+                awsnodetemplates=dict(self._objects.get(AWSNODETEMPLATES.name, {})),
+            )
+
+    def _pods(self, now: float) -> dict[str, PodView]:
+        pods: dict[str, PodView] = {}
+        for key, obj in self._objects.get(PODS.name, {}).items():
+            view: PodView = self._view(PODS.name, key, obj)
+            bound = self._bindings.get(key)
+            if bound is not None:
+                if view.node_name or now - bound[1] > BINDING_TTL:
+                    del self._bindings[key]
+                else:
+                    view = dataclasses.replace(view, node_name=bound[0], unschedulable=False)
+            pods[key] = view
+        return pods
+
+    def _nodes(self, now: float, pods: Mapping[str, PodView]) -> dict[str, NodeView]:
+        by_node: dict[str, list[PodView]] = {}
+        for pod in pods.values():
+            if pod.node_name:
+                by_node.setdefault(pod.node_name, []).append(pod)
+        objects = self._objects.get(NODES.name, {})
+        views: dict[str, NodeView] = {k: self._view(NODES.name, k, o) for k, o in objects.items()}
+        for name, (when, obj) in list(self._in_flight.items()):
+            if name in objects or now - when > IN_FLIGHT_TTL:
+                del self._in_flight[name]
+            else:
+                views[name] = dataclasses.replace(node_view(obj), in_flight=True)
+        for name in [n for n, until in self._nominated.items() if until <= now]:
+            del self._nominated[name]
+        self._marked.intersection_update(views)
+        out = {}
+        for name, view in views.items():
+            out[name] = dataclasses.replace(
+                view,
+                pods=tuple(sorted(by_node.get(name, ()), key=lambda p: p.key)),
+                marked_for_deletion=view.deleting or name in self._marked,
+                nominated=name in self._nominated,
+            )
+        return out

@@ -1,0 +1,82 @@
+"""Informers: one thread per watched kind keeps `ClusterState` current.
+
+Loop per kind: list (→ `state.replace`), then watch from the list's resourceVersion
+(→ `state.apply`), resuming from the last seen resourceVersion when a watch ends normally.
+A 410 Gone re-lists at once; a lost connection or API-server restart marks the kind unsynced
+(decisions pause), waits with backoff (0.5 s → 5 s) and re-lists. Every `resync_seconds` a full
+re-list corrects any drift. A kind whose CRD is missing counts as listed-empty and is retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from controller.kube.client import Kube
+from controller.kube.errors import GoneError, KubeError, NotFoundError
+from controller.kube.resources import WATCHED, Kind
+from controller.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+
+class Informer:
+    def __init__(
+        self,
+        kube: Kube,
+        kind: Kind,
+        state: ClusterState,
+        stop: threading.Event,
+        resync_seconds: float = 300.0,
+        watch_timeout: int = 60,
+    ) -> None:
+        self.kube, self.kind, self.state, self.stop = kube, kind, state, stop
+        self.resync_seconds = resync_seconds
+        self.watch_timeout = watch_timeout
+        self.relists = 0
+
+    def run(self) -> None:
+        backoff = 0.5
+        while not self.stop.is_set():
+            try:
+                self._list_and_watch()
+                backoff = 0.5
+            except GoneError:
+                log.info("watch of %s expired (410), re-listing", self.kind.name)
+            except NotFoundError:
+                log.warning("cannot list %s (is its CRD installed?), retrying in 30s", self.kind.name)
+                self.state.replace(self.kind.name, [])
+                self.stop.wait(30)
+            except (KubeError, OSError, ValueError) as err:
+                log.warning("watching %s: %s; re-listing in %.1fs", self.kind.name, err, backoff)
+                self.state.unsynced(self.kind.name)
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    def _list_and_watch(self) -> None:
+        result = self.kube.list(self.kind)
+        self.relists += 1
+        self.state.replace(self.kind.name, result.items)
+        rv = result.resource_version
+        started = time.monotonic()
+        while not self.stop.is_set() and time.monotonic() - started < self.resync_seconds:
+            for event in self.kube.watch(self.kind, rv, self.watch_timeout):
+                meta = event.object.get("metadata") or {}
+                rv = str(meta.get("resourceVersion") or rv)
+                if event.type != "BOOKMARK":
+                    self.state.apply(self.kind.name, event.type, event.object)
+                if self.stop.is_set():
+                    return
+
+
+def start_informers(
+    kube: Kube, state: ClusterState, stop: threading.Event, resync_seconds: float = 300.0
+) -> list[threading.Thread]:
+    threads = []
+    for kind in WATCHED:
+        informer = Informer(kube, kind, state, stop, resync_seconds)
+        thread = threading.Thread(target=informer.run, name=f"informer-{kind.name}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads

@@ -1,0 +1,230 @@
+"""Immutable views of the cluster: what every controller decides over.
+
+Pure. `ClusterState.snapshot()` (see `cluster.py`) returns a `Snapshot`; nothing in it changes
+afterwards, so a decision can read it without locks. Views are built once per object
+resourceVersion and shared between snapshots.
+
+- `PodView` — one pod: binding, phase, owner, priority class, do-not-evict, and its
+  `PodRequest` for the scheduler (`request`, None if the pod could not be read).
+  `provisionable` is karpy's rule for "pods considered" (decisions table; spec §5.2).
+- `NodeView` — one node (real, or in-flight: launched by us, not yet seen by the watch) with the
+  pods bound to it, `marked_for_deletion` (deleting, or marked by deprovisioning) and
+  `nominated` (recently chosen for pods); `state_node()` gives the scheduler's `StateNode`.
+- `ProvisionerView` — the raw object, the loaded `Provisioner`/`ProvisionerSpec` (or the load
+  error), and `status.resources`.
+- `PdbView` — a PodDisruptionBudget's selector and `disruptionsAllowed`.
+- `Snapshot` — all of the above plus `synced` (every watch has listed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.apis import labels as L
+from controller.apis.provisioner import Provisioner
+from controller.clock import parse_timestamp
+from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, Resources, StateNode, Taint
+
+Obj = Mapping[str, Any]
+
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+
+
+@dataclass(frozen=True, eq=False)
+class PodView:
+    namespace: str
+    name: str
+    uid: str
+    node_name: str
+    phase: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    owner_kind: str
+    priority_class_name: str
+    deletion_timestamp: float | None
+    created: float
+    unschedulable: bool  # PodScheduled=False with reason Unschedulable
+    nominated_node_name: str
+    tolerates_unschedulable: bool
+    request: PodRequest | None
+    obj: Obj = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def deleting(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def is_daemonset(self) -> bool:
+        return self.owner_kind == "DaemonSet"
+
+    @property
+    def is_mirror(self) -> bool:
+        return MIRROR_ANNOTATION in self.annotations or self.owner_kind == "Node"
+
+    @property
+    def do_not_evict(self) -> bool:
+        return self.annotations.get(L.DO_NOT_EVICT) == "true"
+
+    @property
+    def critical(self) -> bool:
+        return self.priority_class_name in CRITICAL_PRIORITY_CLASSES
+
+    @property
+    def provisionable(self) -> bool:
+        """Pods considered (decisions table): PodScheduled=False reason Unschedulable, not bound,
+        not preempting, not owned by a DaemonSet or a Node, not terminal, not being deleted."""
+        return (
+            self.unschedulable
+            and not self.node_name
+            and not self.nominated_node_name
+            and not self.is_daemonset
+            and not self.is_mirror
+            and not self.terminal
+            and not self.deleting
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class NodeView:
+    name: str
+    provider_id: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    capacity: Resources
+    allocatable: Resources
+    unschedulable: bool
+    deletion_timestamp: float | None
+    created: float
+    finalizers: tuple[str, ...]
+    ready: bool
+    obj: Obj = field(repr=False)
+    in_flight: bool = False
+    marked_for_deletion: bool = False
+    nominated: bool = False
+    pods: tuple[PodView, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Cluster state's key: the provider ID, or the name when it is empty (spec §5.10)."""
+        return self.provider_id or self.name
+
+    @property
+    def provisioner(self) -> str | None:
+        return self.labels.get(L.PROVISIONER_NAME)
+
+    @property
+    def owned(self) -> bool:
+        return L.PROVISIONER_NAME in self.labels
+
+    @property
+    def deleting(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def initialized(self) -> bool:
+        return self.labels.get(L.INITIALIZED) == "true"
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.labels.get(L.INSTANCE_TYPE)
+
+    @property
+    def capacity_type(self) -> str | None:
+        return self.labels.get(L.CAPACITY_TYPE)
+
+    def active_pods(self) -> tuple[PodView, ...]:
+        """Pods that occupy the node: not terminal (daemonset and mirror pods included)."""
+        return tuple(p for p in self.pods if not p.terminal)
+
+    def state_node(self) -> StateNode:
+        """The scheduler's view; pods that are terminal or deleting do not take room."""
+        pods = tuple(p.request for p in self.pods if p.request is not None and not p.terminal and not p.deleting)
+        return StateNode(
+            name=self.name,
+            labels=dict(self.labels),
+            allocatable=dict(self.allocatable),
+            capacity=dict(self.capacity),
+            taints=self.taints,
+            pods=pods,
+            initialized=self.initialized or self.in_flight or self.ready,
+            marked_for_deletion=self.marked_for_deletion,
+            creation_timestamp=str((self.obj.get("metadata") or {}).get("creationTimestamp") or ""),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ProvisionerView:
+    name: str
+    obj: Obj = field(repr=False)
+    provisioner: Provisioner | None = None
+    spec: ProvisionerSpec | None = None
+    error: str = ""
+    deleting: bool = False
+    status_resources: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class PdbView:
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    disruptions_allowed: int
+    obj: Obj = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def matches(self, pod: PodView) -> bool:
+        return pod.namespace == self.namespace and self.selector is not None and self.selector.matches(pod.labels)
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    synced: bool
+    now: float
+    pods: Mapping[str, PodView]
+    nodes: Mapping[str, NodeView]
+    provisioners: Mapping[str, ProvisionerView]
+    daemonsets: tuple[Obj, ...] = ()
+    pdbs: tuple[PdbView, ...] = ()
+    awsnodetemplates: Mapping[str, Obj] = field(default_factory=dict)
+
+    def pending_pods(self) -> list[PodView]:
+        """Provisionable pods, oldest first then by name (karpy's stable order)."""
+        return sorted((p for p in self.pods.values() if p.provisionable), key=lambda p: (p.created, p.key))
+
+    def node_by_provider_id(self, provider_id: str) -> NodeView | None:
+        for node in self.nodes.values():
+            if node.provider_id == provider_id:
+                return node
+        return None
+
+    def provisioner_usage(self, name: str) -> dict[str, int]:
+        """Sum of capacity of the provisioner's nodes not marked for deletion (the counter)."""
+        out: dict[str, int] = {}
+        for node in self.nodes.values():
+            if node.provisioner == name and not node.marked_for_deletion:
+                for resource, value in node.capacity.items():
+                    out[resource] = out.get(resource, 0) + value
+        return {k: v for k, v in out.items() if v}
+
+    def pdbs_for(self, pod: PodView) -> list[PdbView]:
+        return [pdb for pdb in self.pdbs if pdb.matches(pod)]
+
+
+def timestamp(obj: Obj, key: str) -> float | None:
+    return parse_timestamp((obj.get("metadata") or {}).get(key))

@@ -1,0 +1,98 @@
+"""Cluster state: views, in-flight nodes, bindings, marking, synced()."""
+
+from __future__ import annotations
+
+from controller.clock import FakeClock
+from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
+from controller.state.cluster import ClusterState
+from tests.fakes.objects import make_node, make_pod, make_provisioner
+
+
+def synced_state(clock: FakeClock | None = None) -> ClusterState:
+    state = ClusterState(clock or FakeClock())
+    for kind in WATCHED:
+        state.replace(kind.name, [])
+    return state
+
+
+def test_not_synced_until_every_kind_listed() -> None:
+    state = ClusterState(FakeClock())
+    for kind in WATCHED[:-1]:
+        state.replace(kind.name, [])
+    assert not state.synced()
+    state.replace(WATCHED[-1].name, [])
+    assert state.synced() and state.snapshot().synced
+    state.unsynced(PODS.name)
+    assert not state.snapshot().synced
+
+
+def test_pending_pods_follow_the_decisions_table() -> None:
+    state = synced_state()
+    pods = [
+        make_pod("pending"),
+        make_pod("bound", node="n1"),
+        make_pod("daemon", owner_kind="DaemonSet"),
+        make_pod("done", phase="Failed"),
+        make_pod("never-tried", pending=False),
+    ]
+    deleting = make_pod("deleting")
+    deleting["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:01Z"
+    state.replace(PODS.name, [*pods, deleting])
+    assert [p.name for p in state.snapshot().pending_pods()] == ["pending"]
+
+
+def test_pods_are_attached_to_nodes_and_usage_counts_capacity() -> None:
+    state = synced_state()
+    state.replace(NODES.name, [make_node("n1", cpu="4"), make_node("n2", cpu="2", deleting=True)])
+    state.replace(PODS.name, [make_pod("a", node="n1"), make_pod("b", node="n1")])
+    snap = state.snapshot()
+    assert [p.name for p in snap.nodes["n1"].pods] == ["a", "b"]
+    assert snap.nodes["n2"].marked_for_deletion
+    assert snap.provisioner_usage("default")["cpu"] == 4000
+
+
+def test_in_flight_nodes_and_recorded_bindings_show_before_the_watch() -> None:
+    clock = FakeClock()
+    state = synced_state(clock)
+    state.replace(PODS.name, [make_pod("a")])
+    state.record_node(make_node("new"))
+    state.record_binding("default/a", "new")
+    snap = state.snapshot()
+    assert snap.nodes["new"].in_flight
+    assert [p.name for p in snap.nodes["new"].pods] == ["a"]
+    assert snap.pending_pods() == []
+    clock.step(31)
+    assert [p.name for p in state.snapshot().pending_pods()] == ["a"]  # binding never confirmed
+
+
+def test_watch_event_replaces_in_flight_node() -> None:
+    state = synced_state()
+    state.record_node(make_node("new"))
+    state.apply(NODES.name, "ADDED", make_node("new"))
+    assert not state.snapshot().nodes["new"].in_flight
+    state.apply(NODES.name, "DELETED", make_node("new"))
+    assert "new" not in state.snapshot().nodes
+
+
+def test_mark_for_deletion_and_nomination() -> None:
+    clock = FakeClock()
+    state = synced_state(clock)
+    state.replace(NODES.name, [make_node("n1")])
+    state.mark_for_deletion(["n1"])
+    state.nominate(["n1"], clock.now() + 20)
+    snap = state.snapshot()
+    assert snap.nodes["n1"].marked_for_deletion and snap.nodes["n1"].nominated
+    state.unmark_for_deletion(["n1"])
+    clock.step(21)
+    snap = state.snapshot()
+    assert not snap.nodes["n1"].marked_for_deletion and not snap.nodes["n1"].nominated
+
+
+def test_provisioner_view_loads_or_reports_error() -> None:
+    state = synced_state()
+    bad = make_provisioner("bad", weight=500)
+    state.replace(PROVISIONERS.name, [make_provisioner("default", limits={"resources": {"cpu": "10"}}), bad])
+    snap = state.snapshot()
+    assert snap.provisioners["default"].spec is not None
+    assert snap.provisioners["default"].spec.limits == {"cpu": 10000}
+    assert snap.provisioners["bad"].spec is None and "weight" in snap.provisioners["bad"].error
