@@ -1,0 +1,92 @@
+"""Cluster state's snapshot → the deprovisioning `Snapshot` (`types.py`).
+
+Pure: reads `controller.state.snapshot.Snapshot` views and the instance types per provisioner,
+returns frozen deprovisioning inputs. Only owned nodes (with `karpenter.sh/provisioner-name`)
+and loadable, non-deleting provisioners are kept. karpy decision: a node counts as initialized
+when it has `karpenter.sh/initialized: "true"` or, not being in flight, reports Ready.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
+from controller.scheduling.pods import PodSpecError, pod_request
+from controller.scheduling.quantity import QuantityError
+from controller.scheduling.types import InstanceType, PodRequest
+from controller.state.snapshot import NodeView, PodView
+from controller.state.snapshot import Snapshot as StateSnapshot
+
+log = logging.getLogger(__name__)
+
+
+def to_datetime(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def pod_info(pod: PodView) -> PodInfo | None:
+    if pod.request is None:
+        return None
+    spec = pod.obj.get("spec") or {}
+    priority = spec.get("priority") if isinstance(spec, Mapping) else None
+    return PodInfo(pod.request, dict(pod.annotations), int(priority or 0), pod.deleting)
+
+
+def node_info(node: NodeView) -> NodeInfo:
+    initialized = node.initialized or (node.ready and not node.in_flight)
+    state = dataclasses.replace(node.state_node(), initialized=initialized)
+    pods = tuple(info for info in (pod_info(p) for p in node.pods) if info is not None)
+    return NodeInfo(
+        state=state,
+        created=to_datetime(node.created),
+        annotations=dict(node.annotations),
+        pods=pods,
+        deleting=node.deleting,
+        nominated=node.nominated,
+    )
+
+
+def daemonset_pod(obj: Mapping[str, Any]) -> PodRequest | None:
+    """The pod a DaemonSet would run on every node (its template), or None if unreadable."""
+    meta = obj.get("metadata") or {}
+    template = (obj.get("spec") or {}).get("template") or {}
+    tmeta = dict(template.get("metadata") or {})
+    tmeta.update(namespace=meta.get("namespace"), name=f"{meta.get('name')}-daemon",
+                 ownerReferences=[{"kind": "DaemonSet", "controller": True, "name": meta.get("name")}])
+    try:
+        return pod_request({"metadata": tmeta, "spec": template.get("spec") or {}})
+    except (PodSpecError, QuantityError, TypeError, ValueError) as err:
+        log.debug("cannot read daemonset %s/%s: %s", meta.get("namespace"), meta.get("name"), err)
+        return None
+
+
+def deprovisioning_snapshot(
+    state: StateSnapshot, instance_types: Mapping[str, Sequence[InstanceType]], consolidated: bool = False
+) -> Snapshot:
+    """The frozen deprovisioning input of one pass."""
+    provisioners = {}
+    for name, view in sorted(state.provisioners.items()):
+        if view.provisioner is None or view.spec is None or view.deleting:
+            continue
+        provisioners[name] = ProvisionerInfo(view.provisioner, view.spec, tuple(instance_types.get(name, ())))
+    nodes = tuple(node_info(n) for _, n in sorted(state.nodes.items()) if n.owned)
+    pdbs = tuple(
+        DisruptionBudget(p.namespace, p.name, p.selector, p.disruptions_allowed)
+        for p in state.pdbs
+        if p.selector is not None
+    )
+    pending = tuple(p.request for p in state.pending_pods() if p.request is not None and not p.request.ignore_reason)
+    daemonsets = tuple(d for d in (daemonset_pod(o) for o in state.daemonsets) if d is not None)
+    return Snapshot(
+        now=to_datetime(state.now),
+        nodes=nodes,
+        provisioners=provisioners,
+        pdbs=pdbs,
+        pending_pods=pending,
+        daemonsets=daemonsets,
+        consolidated=consolidated,
+    )

@@ -1,0 +1,223 @@
+"""The deprovisioning controller: `reconcile()` = snapshot → decide → act, one action at a time.
+
+Each call reads cluster state (nothing happens until it is synced), builds the deprovisioning
+snapshot and lets `decide()` pick at most one command (spec §6.2). Nothing blocks: a
+consolidation command waiting for its validation time is kept (`_pending`) and re-checked on a
+later call; a replacement in progress (`_execution`) is followed across calls until every
+replacement node is initialized, then the candidate Nodes are deleted (the termination
+finalizer drains and terminates them). Spec §6.7: replace = cordon, launch, mark for deletion,
+wait for initialized, delete; a failed launch or a replacement that never comes uncordons and
+unmarks. An idle pass sets the consolidated flag until cluster state changes (or 5 min pass)
+and the next full pass waits `poll_period_seconds`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from controller.clock import Clock
+from controller.cloudprovider.base import CloudProvider
+from controller.deprovisioning import events as E
+from controller.deprovisioning.adapter import deprovisioning_snapshot
+from controller.deprovisioning.commands import Action, Command, Event
+from controller.deprovisioning.decide import Decision, Pending, decide
+from controller.deprovisioning.events import EventRecorder
+from controller.deprovisioning.launcher import Launcher
+from controller.deprovisioning.metrics import DeprovisioningMetrics
+from controller.deprovisioning.types import DeprovisioningSettings, Scheduler
+from controller.kube.client import Kube
+from controller.kube.errors import KubeError, NotFoundError
+from controller.kube.resources import NODES
+from controller.scheduling.types import InstanceType
+from controller.state.cluster import ClusterState
+from controller.state.snapshot import Snapshot as StateSnapshot
+
+log = logging.getLogger(__name__)
+
+VANISHED_AFTER_SECONDS = 5.0  # a replacement not seen after this long counts as failed (spec §11)
+
+
+@dataclass
+class Execution:
+    """A replace command in progress: replacements launched, candidates cordoned and marked."""
+
+    command: Command
+    replacements: tuple[str, ...]
+    started: float
+
+
+def _default_scheduler() -> Scheduler:
+    from controller.scheduling.scheduler import schedule
+
+    return schedule
+
+
+class DeprovisioningController:
+    name = "deprovisioning"
+
+    def __init__(
+        self,
+        state: ClusterState,
+        kube: Kube,
+        cloud: CloudProvider,
+        launcher: Launcher,
+        clock: Clock,
+        settings: DeprovisioningSettings | None = None,
+        scheduler: Scheduler | None = None,
+        metrics: DeprovisioningMetrics | None = None,
+    ) -> None:
+        self._state, self._kube, self._cloud, self._launcher, self._clock = state, kube, cloud, launcher, clock
+        self.settings = settings or DeprovisioningSettings()
+        self._scheduler = scheduler or _default_scheduler()
+        self.metrics = metrics or DeprovisioningMetrics()
+        self.recorder = EventRecorder(kube, clock)
+        self._pending: Pending | None = None
+        self._execution: Execution | None = None
+        self._idle_since: tuple[int, float] | None = None  # (state generation, time) of the last idle pass
+        self.last_decision: Decision | None = None
+
+    # The loop ----------------------------------------------------------------------------------
+
+    def reconcile(self) -> None:
+        if not self._state.synced():
+            return
+        generation = self._state.generation
+        snap = self._state.snapshot()
+        if self._execution is not None:
+            self._follow(snap)
+            return
+        consolidated = self._consolidated(generation, snap.now)
+        if consolidated and self._pending is None and not self._poll_due(snap.now):
+            return
+        dp = deprovisioning_snapshot(snap, self._instance_types(snap), consolidated)
+        started = time.monotonic()
+        decision = decide(dp, self._pending, self._scheduler, self.settings)
+        self.metrics.evaluation_duration.labels(method=decision.method or "all").observe(time.monotonic() - started)
+        for deprovisioner, count in decision.eligible.items():
+            self.metrics.eligible_machines.labels(deprovisioner=deprovisioner).set(count)
+        self.last_decision = decision
+        self._annotate(decision)
+        for event in decision.events:
+            self.recorder.record(event)
+        self._pending = decision.pending
+        if decision.dropped:
+            log.info("%s", decision.dropped)
+        if decision.execute is not None:
+            self._idle_since = None
+            self._start(decision.execute, snap.now)
+        elif decision.idle:
+            self._idle_since = (self._state.generation, snap.now) if not consolidated else self._idle_since
+        else:
+            self._idle_since = None
+
+    def _consolidated(self, generation: int, now: float) -> bool:
+        if self._idle_since is None:
+            return False
+        gen, since = self._idle_since
+        if gen != generation or now - since >= self.settings.consolidated_reset_seconds:
+            self._idle_since = None
+            return False
+        return True
+
+    def _poll_due(self, now: float) -> bool:
+        """When consolidated, expiration and emptiness still get a pass every poll period."""
+        assert self._idle_since is not None
+        due = now - self._idle_since[1] >= self.settings.poll_period_seconds
+        if due:
+            self._idle_since = (self._idle_since[0], now)
+        return due
+
+    def _instance_types(self, snap: StateSnapshot) -> dict[str, Sequence[InstanceType]]:
+        out: dict[str, Sequence[InstanceType]] = {}
+        for name, view in snap.provisioners.items():
+            if view.spec is not None:
+                out[name] = self._cloud.get_instance_types(view.spec)
+        return out
+
+    # Acting ------------------------------------------------------------------------------------
+
+    def _annotate(self, decision: Decision) -> None:
+        for a in decision.annotations:
+            try:
+                self._kube.patch(NODES, a.node, {"metadata": {"annotations": {a.key: a.value}}})
+            except KubeError as err:  # a conflict or a vanished node: the next pass recomputes
+                log.debug("annotating node %s: %s", a.node, err)
+
+    def _start(self, cmd: Command, now: float) -> None:
+        log.info("deprovisioning via %s %s", cmd.deprovisioner, cmd)
+        self.metrics.actions_performed.labels(action=cmd.reason, deprovisioner=cmd.deprovisioner).inc()
+        if cmd.action is Action.DELETE:
+            self._state.mark_for_deletion(cmd.node_names)
+            self._delete(cmd)
+            return
+        self._cordon(cmd.node_names, True)
+        launched: list[str] = []
+        try:
+            for new in cmd.replacements:
+                launched.append(self._launcher.launch(new, cmd.reason))
+                self.metrics.nodes_created.labels(reason=cmd.reason, provisioner=new.provisioner).inc()
+        except Exception as err:
+            log.error("launching replacement for %s: %s", cmd.reason, err)
+            self._cordon(cmd.node_names, False)
+            for name in launched:  # keep what launched: it is ordinary capacity now, consolidation may remove it
+                log.info("replacement node %s stays as capacity", name)
+            return
+        self._state.mark_for_deletion(cmd.node_names)
+        for name in launched:
+            self.recorder.record(Event(name, E.LAUNCHING, f"Launching node for {cmd}"))
+        self._execution = Execution(cmd, tuple(launched), now)
+
+    def _follow(self, snap: StateSnapshot) -> None:
+        ex = self._execution
+        assert ex is not None
+        waiting = []
+        for name in ex.replacements:
+            view = snap.nodes.get(name)
+            if view is None:
+                if snap.now - ex.started > VANISHED_AFTER_SECONDS:
+                    return self._fail(f"replacement node {name} disappeared")
+                waiting.append(name)
+            elif not (view.initialized or (view.ready and not view.in_flight)):
+                waiting.append(name)
+        if waiting:
+            if snap.now - ex.started > self.settings.replacement_timeout_seconds:
+                return self._fail(f"replacement nodes {', '.join(waiting)} never initialized")
+            for name in waiting:
+                self.recorder.record(Event(name, E.WAITING_READINESS, E.WAITING_READINESS_MESSAGE))
+            return None
+        self.metrics.replacement_initialized.observe(max(0.0, snap.now - ex.started))
+        self._execution = None
+        self._delete(ex.command)
+        return None
+
+    def _fail(self, why: str) -> None:
+        ex = self._execution
+        assert ex is not None
+        log.error("deprovisioning via %s failed: %s", ex.command.deprovisioner, why)
+        self._state.unmark_for_deletion(ex.command.node_names)
+        self._cordon(ex.command.node_names, False)
+        self._execution = None
+
+    def _delete(self, cmd: Command) -> None:
+        for cand in cmd.candidates:
+            self.recorder.record(Event(cand.name, E.TERMINATING, f"Deprovisioning node via {cmd}"))
+            try:
+                self._kube.delete(NODES, cand.name)
+            except NotFoundError:
+                pass
+            except KubeError as err:
+                log.error("deleting node %s: %s", cand.name, err)
+                continue
+            log.info("deleted node %s", cand.name)
+            self.metrics.nodes_terminated.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
+
+    def _cordon(self, names: Sequence[str], unschedulable: bool) -> None:
+        for name in names:
+            try:
+                self._kube.patch(NODES, name, {"spec": {"unschedulable": True if unschedulable else None}})
+                log.info("%s node %s", "cordoned" if unschedulable else "uncordoned", name)
+            except KubeError as err:
+                log.error("cordoning node %s: %s", name, err)

@@ -1,0 +1,181 @@
+"""The acting edge: `DeprovisioningController.reconcile()` over FakeKube, cluster state and a fake cloud."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controller.apis import labels as L
+from controller.clock import FakeClock
+from controller.cloudprovider.errors import InsufficientCapacityError
+from controller.deprovisioning.controller import DeprovisioningController
+from controller.deprovisioning.launcher import CloudLauncher
+from controller.deprovisioning.metrics import DeprovisioningMetrics
+from controller.deprovisioning.types import DeprovisioningSettings
+from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
+from controller.state.cluster import ClusterState
+from tests.controller.deprovisioning.builders import CATALOG, fake_schedule
+from tests.fakes.cloudprovider import FakeCloudProvider
+from tests.fakes.kube import FakeKube
+from tests.fakes.objects import make_node, make_pdb, make_pod, make_provisioner
+
+SIZES = {"small": "2", "medium": "4", "large": "8"}
+
+
+class World:
+    def __init__(self, **settings: Any) -> None:
+        self.clock = FakeClock()
+        self.kube = FakeKube(self.clock)
+        self.state = ClusterState(self.clock)
+        self.cloud = FakeCloudProvider(CATALOG, self.clock)
+        self.registry = CollectorRegistry()
+        self.controller = DeprovisioningController(
+            self.state, self.kube, self.cloud, CloudLauncher(self.cloud, self.kube, self.state), self.clock,
+            DeprovisioningSettings(**settings), fake_schedule, DeprovisioningMetrics(self.registry),
+        )
+
+    def node(self, name: str, size: str = "medium", **kw: Any) -> None:
+        labels = {L.ZONE: "zone-a", L.INITIALIZED: "true", **kw.pop("labels", {})}
+        obj = make_node(name, cpu=SIZES[size], memory="4Gi", pods="110", instance_type=size, labels=labels, **kw)
+        obj["metadata"]["creationTimestamp"] = "2023-11-14T22:13:20Z"  # FakeClock's start
+        self.kube.put(NODES, obj)
+
+    def pod(self, name: str, node: str, cpu: str = "1", **kw: Any) -> None:
+        self.kube.put(PODS, make_pod(name, node=node, cpu=cpu, memory="1Mi", **kw))
+
+    def sync(self) -> None:
+        for kind in WATCHED:
+            self.state.replace(kind.name, self.kube.items(kind))
+
+    def reconcile(self, step: float = 0.0) -> None:
+        self.clock.step(step)
+        self.sync()
+        self.controller.reconcile()
+        self.sync()
+
+    def deleting(self) -> list[str]:
+        return sorted(n["metadata"]["name"] for n in self.kube.items(NODES) if n["metadata"].get("deletionTimestamp"))
+
+    def unschedulable(self, name: str) -> bool:
+        return bool(self.kube.objects["nodes"][name]["spec"].get("unschedulable"))
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+
+def consolidating(world: World) -> None:
+    world.kube.put(PROVISIONERS, make_provisioner(consolidation={"enabled": True}))
+
+
+def test_nothing_happens_before_state_is_synced() -> None:
+    world = World()
+    world.node("n1")
+    world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=5))
+    world.controller.reconcile()
+    assert world.kube.calls == []
+
+
+def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
+    world = World()
+    world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=5))
+    world.node("n1")
+    world.reconcile()
+    assert L.EMPTINESS_TIMESTAMP in world.kube.objects["nodes"]["n1"]["metadata"]["annotations"]
+    world.reconcile(step=3)
+    assert world.deleting() == []
+    world.reconcile(step=3)
+    assert world.deleting() == ["n1"]
+    assert world.metric("karpenter_nodes_terminated_total", reason="emptiness/delete", provisioner="default") == 1
+    assert world.metric(
+        "karpenter_deprovisioning_actions_performed_total", action="emptiness/delete", deprovisioner="emptiness"
+    ) == 1
+    assert any(e["reason"] == "DeprovisioningTerminating" for e in world.kube.events)
+
+
+def test_consolidation_deletes_only_after_the_validation_wait() -> None:
+    world = World()
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1")
+    world.pod("b", "n2", cpu="2")
+    world.reconcile()
+    assert world.deleting() == []
+    world.reconcile(step=10)
+    assert world.deleting() == []
+    world.reconcile(step=5)
+    assert world.deleting() == ["n1"]
+
+
+def test_replacement_is_ready_before_the_old_node_goes() -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.reconcile()
+    assert world.unschedulable("big") and world.deleting() == []
+    (request,) = world.cloud.create_calls
+    assert [it.name for it in request.instance_type_options] == ["small", "medium"]
+    new = next(n for n in world.kube.items(NODES) if n["metadata"]["name"] != "big")
+    assert L.TERMINATION_FINALIZER in new["metadata"]["finalizers"]
+    world.reconcile(step=2)
+    assert world.deleting() == []  # the replacement is not initialized yet
+    world.kube.patch(NODES, new["metadata"]["name"], {
+        "metadata": {"labels": {L.INITIALIZED: "true"}}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    })
+    world.reconcile(step=2)
+    assert world.deleting() == ["big"]
+    assert world.metric("karpenter_nodes_created_total", reason="consolidation/replace", provisioner="default") == 1
+
+
+def test_failed_launch_uncordons_and_keeps_the_node() -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.cloud.next_create_error = InsufficientCapacityError("no capacity")
+    world.reconcile()
+    assert not world.unschedulable("big") and world.deleting() == []
+
+
+def test_a_replacement_that_never_initializes_is_given_up() -> None:
+    world = World(validation_wait_seconds=0, replacement_timeout_seconds=60)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.reconcile()
+    assert world.unschedulable("big")
+    world.reconcile(step=61)
+    assert not world.unschedulable("big") and world.deleting() == []
+
+
+@pytest.mark.parametrize("blocker", ["do-not-evict", "pdb"])
+def test_a_node_with_unevictable_pods_waits(blocker: str) -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    annotations = {L.DO_NOT_EVICT: "true"} if blocker == "do-not-evict" else {}
+    world.pod("a", "n1", annotations=annotations)
+    world.pod("b", "n2", annotations=annotations)
+    if blocker == "pdb":
+        world.kube.put(PDBS, make_pdb("web", {"app": "web"}, allowed=0))
+    world.reconcile()
+    world.reconcile(step=30)
+    assert world.deleting() == []
+    assert any(e["reason"] == "DeprovisioningBlocked" for e in world.kube.events)
+
+
+def test_expired_node_is_replaced_before_it_is_deleted() -> None:
+    world = World()
+    world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsUntilExpired=60))
+    world.node("old", "large")
+    world.pod("a", "old", cpu="3")
+    world.reconcile(step=61)
+    assert world.unschedulable("old") and len(world.cloud.create_calls) == 1 and world.deleting() == []
+    new = next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] != "old")
+    world.kube.patch(NODES, new, {"metadata": {"labels": {L.INITIALIZED: "true"}}})
+    world.reconcile(step=1)
+    assert world.deleting() == ["old"]
