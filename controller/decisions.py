@@ -1,0 +1,76 @@
+"""`DecisionLog`: a bounded, in-memory record of what the controllers decided, and why.
+
+Each `Decision` says what was launched or removed (node, instance type, zone, capacity type,
+price), for which pods, and why a pod or node was left alone. The HTTP server serves the most
+recent ones as JSON at `/api/v1/decisions` (newest first) for the dashboard. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from controller.clock import Clock, format_timestamp
+
+LAUNCHED = "launched"
+LAUNCH_FAILED = "launch-failed"
+UNSCHEDULABLE = "unschedulable"
+IGNORED = "ignored"
+TERMINATED = "terminated"
+WAITING = "waiting"
+GARBAGE_COLLECTED = "garbage-collected"
+
+
+@dataclass(frozen=True)
+class Decision:
+    controller: str
+    action: str
+    subject: str  # "node/<name>", "pod/<ns>/<name>", "instance/<provider id>"
+    reason: str = ""
+    pods: tuple[str, ...] = ()
+    provisioner: str = ""
+    instance_type: str = ""
+    zone: str = ""
+    capacity_type: str = ""
+    price: float | None = None
+    time: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if v not in ("", (), None, {})}
+        out["pods"] = list(self.pods)
+        out["time"] = format_timestamp(self.time)
+        return out
+
+
+class DecisionLog:
+    def __init__(self, clock: Clock, maxlen: int = 1000) -> None:
+        self._clock = clock
+        self._items: deque[Decision] = deque(maxlen=maxlen)
+        self._lock = threading.Lock()
+        self._last_reason: dict[str, str] = {}
+
+    def record(self, decision: Decision) -> None:
+        if not decision.time:
+            decision = Decision(**{**decision.__dict__, "time": self._clock.now()})
+        with self._lock:
+            self._items.append(decision)
+
+    def record_once(self, decision: Decision) -> None:
+        """Record unless the last decision about the same subject said the same (no spam)."""
+        key = f"{decision.controller}/{decision.subject}"
+        text = f"{decision.action}/{decision.reason}"
+        with self._lock:
+            if self._last_reason.get(key) == text:
+                return
+            self._last_reason[key] = text
+            if len(self._last_reason) > 20_000:
+                self._last_reason.clear()
+        self.record(decision)
+
+    def recent(self, limit: int = 200) -> list[Decision]:
+        with self._lock:
+            items = list(self._items)
+        return items[::-1][:limit]

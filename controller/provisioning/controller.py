@@ -1,0 +1,202 @@
+"""`ProvisioningController`: pending pods → new nodes → bound pods (spec §5.1–5.2, §5.9).
+
+`reconcile()` is the `provisioning` job's whole body (APScheduler calls it every tick; tests
+call it directly with a `FakeClock`): snapshot → decide → act.
+
+1. Nothing happens until cluster state is synced.
+2. Every provisionable pod not seen before (or still pending after `retry_seconds`, 10 s)
+   triggers the batcher; when its window closes, a fresh snapshot is scheduled with
+   `controller.scheduling.scheduler.schedule()`.
+3. Each new node is launched (`launcher.Launcher`); its pods are bound to it (Binding
+   subresource) unless `bind_pods` is off, in which case kube-scheduler binds them. Pods the
+   scheduler placed on existing karpy nodes are bound there too.
+4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
+   decision record, and stay pending: they are retried in the next window.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from controller.clock import Clock
+from controller.cloudprovider.base import CloudProvider
+from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, UNSCHEDULABLE, Decision, DecisionLog
+from controller.events import EventRecorder
+from controller.kube.client import Kube
+from controller.kube.errors import ConflictError, KubeError, NotFoundError
+from controller.provisioning import events
+from controller.provisioning.batcher import Batcher
+from controller.provisioning.decide import Candidates, candidates, scheduling_input
+from controller.provisioning.launcher import Launcher, LaunchError
+from controller.provisioning.metrics import SCHEDULING_DURATION
+from controller.scheduling.scheduler import schedule
+from controller.scheduling.types import SchedulingResult, SchedulingSettings
+from controller.state.cluster import ClusterState
+from controller.state.snapshot import PodView, Snapshot
+
+log = logging.getLogger(__name__)
+
+NOMINATED_EVENTS_PER_BATCH = 10  # Karpenter rate-limits Nominated events (burst 10)
+
+
+@dataclass(frozen=True)
+class ProvisioningSettings:
+    batch_idle_seconds: float = 1.0
+    batch_max_seconds: float = 10.0
+    bind_pods: bool = True
+    retry_seconds: float = 10.0
+    max_instance_types: int = 60
+    bind_workers: int = 8
+
+    @property
+    def nomination_seconds(self) -> float:
+        return max(2 * self.batch_max_seconds, 10.0)
+
+
+@dataclass
+class Outcome:
+    """What one provisioning pass did (returned for tests and logs)."""
+
+    launched: list[str] = field(default_factory=list)
+    bound: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+
+
+class ProvisioningController:
+    name = "provisioning"
+
+    def __init__(
+        self,
+        state: ClusterState,
+        kube: Kube,
+        cloud: CloudProvider,
+        clock: Clock,
+        recorder: EventRecorder,
+        decisions: DecisionLog,
+        settings: ProvisioningSettings | None = None,
+    ) -> None:
+        self.state, self.kube, self.cloud, self.clock = state, kube, cloud, clock
+        self.recorder, self.decisions = recorder, decisions
+        self.settings = settings or ProvisioningSettings()
+        self.batcher = Batcher(clock, self.settings.batch_idle_seconds, self.settings.batch_max_seconds)
+        self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
+        self._last_try: dict[str, float] = {}
+        self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
+
+    def reconcile(self) -> Outcome | None:
+        snap = self.state.snapshot()
+        if not snap.synced:
+            return None
+        self._trigger(candidates(snap), snap.now)
+        if not self.batcher.ready():
+            return None
+        self.batcher.reset()
+        snap = self.state.snapshot()
+        cands = candidates(snap)
+        for pod, why in cands.ignored:
+            self.decisions.record_once(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
+        if not cands.pending and not cands.rescheduled:
+            return None
+        return self._provision(snap, cands)
+
+    def _trigger(self, cands: Candidates, now: float) -> None:
+        keys = set()
+        for pod in (*cands.pending, *cands.rescheduled):
+            keys.add(pod.key)
+            last = self._last_try.get(pod.key)
+            if last is None or now - last >= self.settings.retry_seconds:
+                self._last_try[pod.key] = now
+                self.batcher.trigger()
+        for key in [k for k in self._last_try if k not in keys]:
+            del self._last_try[key]
+
+    def _provision(self, snap: Snapshot, cands: Candidates) -> Outcome:
+        outcome = Outcome()
+        types = self.cloud.get_instance_types()
+        inp = scheduling_input(snap, cands, types, SchedulingSettings(self.settings.max_instance_types))
+        started = time.monotonic()
+        result = schedule(inp)
+        SCHEDULING_DURATION.observe(time.monotonic() - started)
+        log.info(
+            "scheduled %d pod(s): %d new node(s), %d on existing node(s), %d unschedulable",
+            len(inp.pods), len(result.new_nodes), sum(len(v) for v in result.existing_assignments.values()),
+            len(result.unschedulable),
+        )  # fmt: skip
+        pending = {p.key: p for p in cands.pending}
+        for key, why in result.unschedulable.items():
+            outcome.unschedulable[key] = why
+            if key in pending:
+                self.recorder.publish(events.failed_scheduling(pending[key], why))
+                self.decisions.record_once(Decision(self.name, UNSCHEDULABLE, f"pod/{key}", why))
+        self._launch_all(snap, result, pending, outcome)
+        self._bind_existing(snap, result, pending, outcome)
+        return outcome
+
+    def _launch_all(
+        self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: Outcome
+    ) -> None:
+        usage = {name: snap.provisioner_usage(name) for name in snap.provisioners}
+        nominated_events = 0
+        for node in result.new_nodes:
+            view = snap.provisioners.get(node.provisioner)
+            if view is None or view.spec is None:
+                continue
+            pod_keys = tuple(p.key for p in node.pods)
+            try:
+                launched = self.launcher.launch(node, view.spec, usage.setdefault(node.provisioner, {}), owner=view.obj)
+            except LaunchError as err:
+                log.warning("%s", err)
+                for key in pod_keys:
+                    outcome.failed[key] = str(err)
+                    if key in pending:
+                        self.recorder.publish(events.failed_scheduling(pending[key], str(err)))
+                subject = f"provisioner/{node.provisioner}"
+                self.decisions.record(Decision(self.name, LAUNCH_FAILED, subject, str(err), pod_keys, node.provisioner))
+                continue
+            inst = launched.instance
+            outcome.launched.append(launched.node_name)
+            self.decisions.record(
+                Decision(
+                    self.name, LAUNCHED, f"node/{launched.node_name}", "pods did not fit on existing nodes",
+                    pod_keys, node.provisioner, inst.instance_type, inst.zone, inst.capacity_type, inst.price,
+                )
+            )  # fmt: skip
+            to_bind = [pending[k] for k in pod_keys if k in pending]
+            for pod in to_bind[: max(0, NOMINATED_EVENTS_PER_BATCH - nominated_events)]:
+                self.recorder.publish(events.nominated(pod, launched.node_name))
+                nominated_events += 1
+            if self.settings.bind_pods:
+                outcome.bound += self._bind(to_bind, launched.node_name)
+
+    def _bind_existing(
+        self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: Outcome
+    ) -> None:
+        for node_name, pod_keys in result.existing_assignments.items():
+            node = snap.nodes.get(node_name)
+            if node is None or node.marked_for_deletion:
+                continue
+            self.state.nominate([node_name], snap.now + self.settings.nomination_seconds)
+            if self.settings.bind_pods and node.owned:
+                outcome.bound += self._bind([pending[k] for k in pod_keys if k in pending], node_name)
+
+    def _bind(self, pods: Iterable[PodView], node: str) -> list[str]:
+        def one(pod: PodView) -> str | None:
+            try:
+                self.kube.bind(pod.namespace, pod.name, node)
+            except (ConflictError, NotFoundError):
+                return None  # bound by someone else meanwhile, or gone
+            except (KubeError, OSError) as err:
+                log.warning("binding pod %s to %s: %s", pod.key, node, err)
+                return None
+            self.state.record_binding(pod.key, node)
+            return pod.key
+
+        return [key for key in self._pool.map(one, list(pods)) if key]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,130 @@
+"""`Launcher`: one `NewNode` → a cloud instance and its Node object (spec §5.9).
+
+Used by provisioning and, for replacement capacity, by deprovisioning:
+
+    result = launcher.launch(new_node, reason="provisioning", usage=current_usage)
+
+Steps: re-check the provisioner's limits (against `usage`, the capacity of its nodes not marked
+for deletion, which `launch` updates), `cloudprovider.create`, check the limits again with the
+instance's real capacity, create the Node (an "AlreadyExists" answer is fine), record it in
+cluster state as in-flight and nominate it. If anything after `create` fails, the instance is
+terminated again: a failed launch leaves nothing behind (a crash in between is what garbage
+collection is for). Errors: `LaunchError` (with the cause), never a half-made node.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.clock import Clock
+from controller.cloudprovider.base import CloudProvider, Instance, NodeRequest
+from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.kube.client import Kube
+from controller.kube.errors import AlreadyExistsError, KubeError
+from controller.kube.resources import NODES
+from controller.metrics import CLOUDPROVIDER_DURATION, NODES_CREATED
+from controller.provisioning.decide import limit_exceeded
+from controller.provisioning.nodes import node_object
+from controller.scheduling.types import NewNode, ProvisionerSpec
+from controller.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+
+class LaunchError(Exception):
+    """The node could not be launched; nothing was left behind."""
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    node_name: str
+    instance: Instance
+    node: dict[str, Any]
+
+
+class Launcher:
+    def __init__(
+        self,
+        kube: Kube,
+        cloud: CloudProvider,
+        state: ClusterState,
+        clock: Clock,
+        nomination_seconds: float = 20.0,
+    ) -> None:
+        self.kube, self.cloud, self.state, self.clock = kube, cloud, state, clock
+        self.nomination_seconds = nomination_seconds
+
+    def launch(
+        self,
+        node: NewNode,
+        provisioner: ProvisionerSpec,
+        usage: MutableMapping[str, int],
+        reason: str = "provisioning",
+        owner: Mapping[str, Any] | None = None,
+        controller: str = "provisioning",
+    ) -> LaunchResult:
+        if provisioner.limits:
+            smallest = _smallest_capacity(node, provisioner.limits)
+            why = limit_exceeded(provisioner.limits, usage, smallest)
+            if why:
+                raise LaunchError(f"launching node, {why}")
+        instance = self._create(node, controller)
+        try:
+            why = limit_exceeded(provisioner.limits, usage, instance.capacity) if provisioner.limits else ""
+            if why:
+                raise LaunchError(f"launching node, {why}")
+            obj = node_object(node, instance, provisioner.annotations, owner)
+            try:
+                created = self.kube.create(NODES, obj)
+            except AlreadyExistsError:
+                created = obj
+        except (LaunchError, KubeError, OSError) as err:
+            self._undo(instance, controller)
+            raise err if isinstance(err, LaunchError) else LaunchError(f"creating node: {err}") from err
+        self.state.record_node(created)
+        self.state.nominate([instance.name], self.clock.now() + self.nomination_seconds)
+        for resource, value in instance.capacity.items():
+            usage[resource] = usage.get(resource, 0) + value
+        NODES_CREATED.labels(reason=reason, provisioner=provisioner.name).inc()
+        log.info(
+            "launched node %s (%s, %s, %s, $%.4f/h) for %d pod(s)",
+            instance.name,
+            instance.instance_type,
+            instance.zone,
+            instance.capacity_type,
+            instance.price,
+            len(node.pods),
+        )
+        return LaunchResult(instance.name, instance, created)
+
+    def _create(self, node: NewNode, controller: str) -> Instance:
+        started = time.monotonic()
+        try:
+            return self.cloud.create(NodeRequest.from_new_node(node))
+        except CloudProviderError as err:
+            raise LaunchError(f"launching node: {err}") from err
+        finally:
+            CLOUDPROVIDER_DURATION.labels(controller=controller, method="Create", provider=self.cloud.name).observe(
+                time.monotonic() - started
+            )
+
+    def _undo(self, instance: Instance, controller: str) -> None:
+        try:
+            self.cloud.delete(instance.provider_id)
+        except NodeNotFoundError:
+            pass
+        except CloudProviderError as err:  # garbage collection will find it
+            log.warning("terminating instance %s after a failed launch: %s", instance.provider_id, err)
+
+
+def _smallest_capacity(node: NewNode, limits: Mapping[str, int]) -> dict[str, int]:
+    """Per limited resource, the least capacity any option would add."""
+    out = {}
+    for resource in limits:
+        values = [it.capacity.get(resource, 0) for it in node.instance_type_options]
+        out[resource] = min(values) if values else 0
+    return out

@@ -1,0 +1,68 @@
+"""The Node object karpy creates for a launched instance (spec §8.2; design.md). Pure.
+
+Labels: the new node's labels (provisioner labels, single-valued requirements, provisioner
+name; restricted keys such as `kubernetes.io/hostname` never injected) overlaid by the
+instance's labels (instance-type labels, actual zone and capacity type, and for the simulated
+cloud the kwok label) — cloud-provider keys win. Annotations: the provisioner's plus the
+instance's. Taints: taints + startup taints. Finalizer `karpenter.sh/termination`;
+`spec.providerID`; an ownerReference to the Provisioner (so deleting it cascades); status
+capacity and allocatable as the instance reports them (kwok keeps them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.apis import labels as L
+from controller.cloudprovider.base import Instance
+from controller.scheduling.resources import format_resources
+from controller.scheduling.taints import taint_to_wire
+from controller.scheduling.types import NewNode
+
+
+def node_labels(node: NewNode, instance: Instance) -> dict[str, str]:
+    labels = {k: v for k, v in node.labels.items() if not L.is_restricted_label(k)}
+    labels.update(instance.labels)
+    labels[L.PROVISIONER_NAME] = node.provisioner
+    return dict(sorted(labels.items()))
+
+
+def node_object(
+    node: NewNode,
+    instance: Instance,
+    annotations: Mapping[str, str] | None = None,
+    owner: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`owner` is the Provisioner object (for the ownerReference), when known."""
+    meta: dict[str, Any] = {
+        "name": instance.name,
+        "labels": node_labels(node, instance),
+        "annotations": {**(annotations or {}), **instance.annotations},
+        "finalizers": [L.TERMINATION_FINALIZER],
+    }
+    owner_meta = (owner or {}).get("metadata") or {}
+    if owner_meta.get("uid"):
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "karpenter.sh/v1alpha5",
+                "kind": "Provisioner",
+                "name": owner_meta.get("name"),
+                "uid": owner_meta["uid"],
+                "blockOwnerDeletion": True,
+            }
+        ]
+    taints = [taint_to_wire(t) for t in (*node.taints, *node.startup_taints)]
+    spec: dict[str, Any] = {"providerID": instance.provider_id}
+    if taints:
+        spec["taints"] = taints
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": meta,
+        "spec": spec,
+        "status": {
+            "capacity": format_resources(instance.capacity),
+            "allocatable": format_resources(instance.allocatable),
+        },
+    }

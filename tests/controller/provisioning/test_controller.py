@@ -1,0 +1,135 @@
+"""Provisioning: batching, launch, Node object, binding, limits, failed launches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from controller.apis import labels as L
+from controller.clock import FakeClock
+from controller.cloudprovider.errors import InsufficientCapacityError
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.decisions import DecisionLog
+from controller.events import EventRecorder
+from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
+from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
+from controller.state.cluster import ClusterState
+from tests.fakes.cloudprovider import FakeCloudProvider
+from tests.fakes.kube import FakeKube
+from tests.fakes.objects import make_pod, make_provisioner
+
+TYPES = tuple(it for it in simulated_catalog() if it.name in {"m5.large", "m5.xlarge", "m5.2xlarge", "c5.large"})
+
+
+@dataclass
+class Env:
+    clock: FakeClock
+    kube: FakeKube
+    cloud: FakeCloudProvider
+    state: ClusterState
+    controller: ProvisioningController
+    recorder: EventRecorder
+
+    def sync(self) -> None:
+        for kind in WATCHED:
+            self.state.replace(kind.name, self.kube.items(kind))
+
+    def run_batch(self) -> object:
+        self.sync()
+        assert self.controller.reconcile() is None  # opens the window
+        self.clock.step(1.1)
+        return self.controller.reconcile()
+
+
+def make_env(bind: bool = True, **provisioner: object) -> Env:
+    clock = FakeClock()
+    kube = FakeKube(clock)
+    cloud = FakeCloudProvider(TYPES, clock)
+    state = ClusterState(clock)
+    recorder = EventRecorder(kube, clock)
+    ctrl = ProvisioningController(
+        state, kube, cloud, clock, recorder, DecisionLog(clock), ProvisioningSettings(bind_pods=bind)
+    )
+    spec = {
+        "labels": {"team": "a"},
+        "taints": [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}],
+        "startupTaints": [{"key": "init", "effect": "NoSchedule"}],
+        **provisioner,
+    }
+    kube.put(PROVISIONERS, make_provisioner("default", **spec))
+    return Env(clock, kube, cloud, state, ctrl, recorder)
+
+
+TOLERATE = [{"key": "dedicated", "operator": "Exists"}]
+
+
+def test_pending_pods_get_a_node_with_the_provisioners_shape_and_are_bound() -> None:
+    env = make_env()
+    for i in range(3):
+        env.kube.put(PODS, make_pod(f"p{i}", cpu="500m", tolerations=TOLERATE))
+    env.run_batch()
+    (node,) = env.kube.items(NODES)
+    labels, spec = node["metadata"]["labels"], node["spec"]
+    assert labels["team"] == "a" and labels[L.PROVISIONER_NAME] == "default"
+    assert {L.INSTANCE_TYPE, L.ZONE, L.CAPACITY_TYPE, L.ARCH, L.OS, L.INSTANCE_CPU} <= set(labels)
+    assert {(t["key"], t["effect"]) for t in spec["taints"]} == {("dedicated", "NoSchedule"), ("init", "NoSchedule")}
+    assert node["metadata"]["finalizers"] == [L.TERMINATION_FINALIZER]
+    assert spec["providerID"].startswith("fake:///")
+    assert node["status"]["allocatable"]["cpu"]
+    assert sorted(p for p, _ in env.kube.bindings) == ["default/p0", "default/p1", "default/p2"]
+
+
+def test_window_waits_for_idle() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.sync()
+    assert env.controller.reconcile() is None
+    env.clock.step(0.5)
+    assert env.controller.reconcile() is None
+    assert env.cloud.create_calls == []
+
+
+def test_binding_left_to_kube_scheduler_by_setting() -> None:
+    env = make_env(bind=False)
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.run_batch()
+    assert len(env.kube.items(NODES)) == 1 and env.kube.bindings == []
+
+
+def test_failed_launch_leaves_nothing_and_pods_get_a_reason_then_retry() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.cloud.next_create_error = InsufficientCapacityError("no capacity")
+    env.run_batch()
+    assert env.kube.items(NODES) == [] and env.cloud.instances == {}
+    assert any(e["reason"] == "FailedScheduling" and "no capacity" in e["message"] for e in env.kube.events)
+    env.clock.step(10)
+    env.run_batch()
+    assert len(env.kube.items(NODES)) == 1
+
+
+def test_limits_are_never_exceeded() -> None:
+    env = make_env(limits={"resources": {"cpu": "4"}})
+    for i in range(12):
+        env.kube.put(PODS, make_pod(f"p{i}", cpu="900m", tolerations=TOLERATE))
+    env.run_batch()
+    total = sum(int(n["status"]["capacity"]["cpu"]) for n in env.kube.items(NODES))
+    assert 0 < total <= 4
+    assert any(e["reason"] == "FailedScheduling" for e in env.kube.events)
+
+
+def test_untolerated_taint_means_no_launch() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("p0"))
+    env.run_batch()
+    assert env.cloud.create_calls == []
+
+
+@pytest.mark.parametrize("kind", ["bound", "daemonset"])
+def test_pods_not_considered(kind: str) -> None:
+    env = make_env()
+    pod = make_pod("p0", node="n1") if kind == "bound" else make_pod("p0", owner_kind="DaemonSet")
+    env.kube.put(PODS, pod)
+    env.run_batch()
+    assert env.cloud.create_calls == []
