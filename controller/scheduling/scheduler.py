@@ -1,19 +1,103 @@
 """The bin-packing scheduler: pending pods → existing nodes first, then new nodes.
 
-Pure (no Kubernetes client, no clock, no randomness). Entry point:
+Pure (no Kubernetes client, no clock, no randomness). The one entry point, shared by the
+provisioning controller, the deprovisioning simulation, `karpy simulate`, the benchmark and the
+tests:
 
     schedule(inp: SchedulingInput) -> SchedulingResult
 
-It follows spec §5.3–5.7 (Karpenter v0.27): pods sorted by cpu then memory descending, each
-placed on the first existing node that accepts it, then on an in-flight new node, then on a new
-node from the first provisioner (weight order) that can take it.
+`SchedulingInput` (see `types.py`) carries the pending pods, the provisioners
+(`provisioners.provisioner_spec()` adapts API objects), the instance types (one catalog for all
+provisioners, or a mapping per provisioner), the existing and in-flight nodes with their bound
+pods, the daemonset pod templates and `SchedulingSettings`. The result lists the nodes to launch
+(each with up to `max_instance_types` options, cheapest first, and the offering a launch would
+take), the pods placed on existing nodes, and one reason per unschedulable pod.
+
+Rules (spec §5.3–5.7, Karpenter v0.27): pods sorted by cpu, then memory, descending; each goes to
+the first existing node that accepts it, else to a node opened earlier in this solve (fewest pods
+first), else to a new node from the first provisioner in weight order that can take it (taints
+tolerated, requirements compatible, topology satisfied, limits respected, an instance type that
+fits with an available offering). Preferences are relaxed one at a time when a pod fails.
+The machinery lives in `solver.py`; reasons in `reasons.py`.
 """
 
 from __future__ import annotations
 
-from controller.scheduling.types import SchedulingInput, SchedulingResult
+from controller.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
+from controller.scheduling.reasons import explain
+from controller.scheduling.requirements import Requirement
+from controller.scheduling.solver import Solver
+from controller.scheduling.types import (
+    Launch,
+    NewNode,
+    SchedulingInput,
+    SchedulingResult,
+)
 
 
 def schedule(inp: SchedulingInput) -> SchedulingResult:
     """Decide where every pod of `inp.pods` goes (see the module docstring)."""
-    raise NotImplementedError("scheduler lands in the next commits")
+    solver = Solver(inp)
+    solver.solve()
+    solver.improve()
+    return _result(solver)
+
+
+def _result(solver: Solver) -> SchedulingResult:
+    table = solver.table
+    new_nodes = []
+    existing: dict[str, tuple[str, ...]] = {}
+    limit = solver.inp.settings.max_instance_types
+    for j in range(table.n):
+        if not table.pods[j]:
+            continue
+        if not table.new[j]:
+            existing[table.names[j]] = tuple(ps.key for ps in table.pods[j])
+            continue
+        cls = table.classes[int(table.cls[j])]
+        i = cls.provisioner
+        types = solver.tables[i]
+        options = table.options[j]
+        assert options is not None
+        order = types.ordered(options, cls.requirements, limit)
+        chosen = types.launch(order, cls.requirements)
+        launch = None
+        if chosen is not None:
+            index, zone, capacity_type, price = chosen
+            launch = Launch(types.types[index], zone, capacity_type, price)
+        option_types = tuple(types.types[k] for k in order)
+        provisioner = solver.provisioners[i]
+        requirements = cls.requirements.copy()
+        requirements.add(Requirement(INSTANCE_TYPE, False, frozenset(it.name for it in option_types)))
+        labels = {**provisioner.labels, **cls.requirements.labels(), PROVISIONER_NAME: provisioner.name}
+        new_nodes.append(
+            NewNode(
+                name=table.names[j],
+                provisioner=provisioner.name,
+                requirements=requirements,
+                labels=labels,
+                taints=provisioner.taints,
+                startup_taints=provisioner.startup_taints,
+                instance_type_options=option_types,
+                pods=tuple(ps.pod for ps in table.pods[j]),
+                requests={r: int(v) for r, v in zip(solver.resources, table.used[j], strict=True) if v},
+                daemon_requests={
+                    r: int(v) for r, v in zip(solver.resources, solver.daemon_overhead[i], strict=True) if v
+                },
+                launch=launch,
+            )
+        )
+    unschedulable = dict(solver.unschedulable)
+    for ps in solver.failed:
+        unschedulable[ps.key] = explain(solver, ps)
+    return SchedulingResult(tuple(new_nodes), existing, unschedulable)
+
+
+def node_labels(node: NewNode) -> dict[str, str]:
+    """The labels a launched node carries (spec §5.9 step 10 and design.md), from its launch."""
+    labels = dict(node.labels)
+    if node.launch is not None:
+        labels.update(node.launch.instance_type.labels)
+        labels[ZONE] = node.launch.zone
+        labels[CAPACITY_TYPE] = node.launch.capacity_type
+    return dict(sorted(labels.items()))

@@ -161,6 +161,7 @@ class PodRequest:
     `requests` is Karpenter's Ceiling (max of summed containers and each init container) plus
     `pods: 1`. Node affinity keeps the wire order: `required_terms` are ORed, `preferred_terms`
     are (weight, requirements). `owner_kind` is the controller owner's kind (`DaemonSet`, …).
+    `ignore_reason` is set when Karpenter would not provision for the pod at all (spec §5.2).
     """
 
     namespace: str
@@ -182,6 +183,7 @@ class PodRequest:
     node_name: str = ""
     owner_kind: str = ""
     terminal: bool = False
+    ignore_reason: str = ""
 
     @property
     def key(self) -> str:

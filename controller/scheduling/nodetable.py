@@ -1,0 +1,119 @@
+"""Every node of one solve — existing, in-flight and new — as numpy rows, plus node classes.
+
+Internal to the scheduler. Row i holds the node's requests so far (`used`), an upper bound on
+what it can hold (`bound`: allocatable for existing nodes, the element-wise maximum over the
+remaining instance-type options for new ones), its pod count and its class. A `NodeClass` is
+what a node looks like to a pod apart from its hostname — (provisioner, taints, requirements) —
+so compatibility and zone-like topology are decided once per class, not once per node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from controller.apis.labels import HOSTNAME
+from controller.scheduling.podstate import PodState
+from controller.scheduling.requirements import Requirement, Requirements
+from controller.scheduling.types import HostPort, StateNode, Taint
+
+
+class NodeClass:
+    __slots__ = ("id", "provisioner", "requirements", "signature", "taints", "types")
+
+    def __init__(self, cid: int, provisioner: int, taints: tuple[Taint, ...], requirements: Requirements) -> None:
+        self.id = cid
+        self.provisioner = provisioner  # index into the solve's provisioners, -1 for existing nodes
+        self.taints = taints
+        self.requirements = requirements
+        self.signature: frozenset[Requirement] = frozenset(requirements.values())
+        self.types: np.ndarray | None = None  # compatible instance types (new-node classes)
+
+
+class NodeTable:
+    """Growable arrays over node rows, existing nodes first."""
+
+    def __init__(self, resources: int, capacity: int = 64) -> None:
+        self.n = 0
+        self.capacity = capacity
+        self.used = np.zeros((capacity, resources), dtype=np.int64)
+        self.bound = np.zeros((capacity, resources), dtype=np.int64)
+        self.npods = np.zeros(capacity, dtype=np.int64)
+        self.cls = np.zeros(capacity, dtype=np.int64)
+        self.target = np.zeros(capacity, dtype=bool)
+        self.new = np.zeros(capacity, dtype=bool)
+        self.names: list[str] = []
+        self.state: list[StateNode | None] = []
+        self.provisioner: list[int] = []
+        self.options: list[np.ndarray | None] = []
+        self.pods: list[list[PodState]] = []
+        self.ports: list[set[HostPort]] = []
+        self.classes: list[NodeClass] = []
+        self._class_by_key: dict[tuple[int, tuple[Taint, ...], frozenset[Requirement]], NodeClass] = {}
+        self.present: dict[int, int] = {}  # class id -> number of target nodes in it
+
+    def node_class(self, provisioner: int, taints: tuple[Taint, ...], requirements: Requirements) -> NodeClass:
+        key = (provisioner, taints, frozenset(requirements.values()))
+        found = self._class_by_key.get(key)
+        if found is None:
+            found = NodeClass(len(self.classes), provisioner, taints, requirements)
+            self.classes.append(found)
+            self._class_by_key[key] = found
+        return found
+
+    def _grow(self) -> None:
+        capacity = self.capacity * 2
+        for name in ("used", "bound", "npods", "cls", "target", "new"):
+            old = getattr(self, name)
+            grown = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
+            grown[: self.capacity] = old
+            setattr(self, name, grown)
+        self.capacity = capacity
+
+    def add(self, name: str, cls: NodeClass, used: np.ndarray, bound: np.ndarray, *, target: bool, new: bool) -> int:
+        if self.n == self.capacity:
+            self._grow()
+        i = self.n
+        self.n += 1
+        self.used[i] = used
+        self.bound[i] = bound
+        self.cls[i] = cls.id
+        self.target[i] = target
+        self.new[i] = new
+        self.names.append(name)
+        self.state.append(None)
+        self.provisioner.append(cls.provisioner)
+        self.options.append(None)
+        self.pods.append([])
+        self.ports.append(set())
+        if target:
+            self.present[cls.id] = self.present.get(cls.id, 0) + 1
+        return i
+
+    def set_class(self, i: int, cls: NodeClass) -> None:
+        old = int(self.cls[i])
+        if old == cls.id:
+            return
+        self.cls[i] = cls.id
+        if self.target[i]:
+            self.present[old] -= 1
+            if not self.present[old]:
+                del self.present[old]
+            self.present[cls.id] = self.present.get(cls.id, 0) + 1
+
+    def requirements(self, i: int) -> Requirements:
+        """The node's requirements including its hostname."""
+        reqs = self.classes[int(self.cls[i])].requirements.copy()
+        reqs.add(Requirement(HOSTNAME, False, frozenset({self.names[i]})))
+        return reqs
+
+    def ports_free(self, i: int, ports: tuple[HostPort, ...]) -> bool:
+        """No host-port conflict: same protocol and port, and equal or unspecified IPs."""
+        for want in ports:
+            for have in self.ports[i]:
+                if (
+                    want.port == have.port
+                    and want.protocol == have.protocol
+                    and (want.ip == have.ip or "0.0.0.0" in (want.ip, have.ip))
+                ):
+                    return False
+        return True

@@ -1,0 +1,59 @@
+"""Adapter: the API's `Provisioner` → the scheduler's `ProvisionerSpec`.
+
+Pure. The one place where the typed API object (already defaulted and validated by
+`controller.apis.load`) is turned into scheduling terms (spec §5.3): requirements = spec
+requirements ∩ each label as `In [value]` ∩ `karpenter.sh/provisioner-name In [name]`; limits
+and reserved resources as integers; the kubelet fields that change capacity or overhead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from controller.apis.labels import PROVISIONER_NAME
+from controller.apis.provisioner import KubeletConfiguration, Provisioner
+from controller.scheduling.requirements import IN, Requirement, Requirements
+from controller.scheduling.resources import parse_resources
+from controller.scheduling.types import KubeletSpec, ProvisionerSpec, Taint
+
+
+def kubelet_spec(kubelet: KubeletConfiguration | None) -> KubeletSpec | None:
+    if kubelet is None:
+        return None
+    spec = KubeletSpec(
+        max_pods=kubelet.max_pods,
+        pods_per_core=kubelet.pods_per_core,
+        system_reserved=parse_resources(kubelet.system_reserved),
+        kube_reserved=parse_resources(kubelet.kube_reserved),
+        eviction_hard=dict(kubelet.eviction_hard),
+        eviction_soft=dict(kubelet.eviction_soft),
+    )
+    return None if spec == KubeletSpec() else spec
+
+
+def template_requirements(name: str, wire: Iterable[Mapping[str, object]], labels: Mapping[str, str]) -> Requirements:
+    reqs = Requirements.from_wire(wire)
+    for key, value in labels.items():
+        reqs.add(Requirement.new(key, IN, [value]))
+    reqs.add(Requirement.new(PROVISIONER_NAME, IN, [name]))
+    return reqs
+
+
+def provisioner_spec(provisioner: Provisioner) -> ProvisionerSpec:
+    """The scheduling view of one defaulted, validated Provisioner."""
+    return ProvisionerSpec(
+        name=provisioner.name,
+        requirements=template_requirements(provisioner.name, provisioner.requirements, provisioner.labels),
+        weight=provisioner.weight or 0,
+        labels=dict(provisioner.labels),
+        annotations=dict(provisioner.annotations),
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in provisioner.taints),
+        startup_taints=tuple(Taint(t.key, t.value, t.effect) for t in provisioner.startup_taints),
+        kubelet=kubelet_spec(provisioner.kubelet),
+        limits=parse_resources(provisioner.limits),
+    )
+
+
+def by_weight(provisioners: Sequence[ProvisionerSpec]) -> list[ProvisionerSpec]:
+    """Weight descending, then name (karpy's deterministic tie-break)."""
+    return sorted(provisioners, key=lambda p: (-p.weight, p.name))

@@ -1,0 +1,169 @@
+"""Why a pod could not be scheduled, in one sentence a person can act on.
+
+Pure; reads the solver's final state (the queue stops only after a full pass without
+progress, so it is the state of every failed pod's last attempt). Each provisioner is checked
+stage by stage — taints, requirements, topology, instance types (resources and offerings),
+limits — and the provisioner(s) with the fewest failing stages explain the failure, naming the
+constraint and the provisioner: "provisioner 'gpu' has taint nvidia.com/gpu=true:NoSchedule not
+tolerated", "no instance type in provisioner 'default' has 64 GPUs", "topology spread on zone:
+maxSkew 1 would be exceeded". Provisioners failing the same way share one clause.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from controller.apis.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
+from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
+from controller.scheduling.podstate import PodState
+from controller.scheduling.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
+from controller.scheduling.resources import format_resource
+from controller.scheduling.taints import first_untolerated
+from controller.scheduling.types import PODS
+
+if TYPE_CHECKING:
+    from controller.scheduling.solver import Solver
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron")
+_MAX_CLAUSES = 3
+
+
+def render_requirement(req: Requirement) -> str:
+    """`kubernetes.io/arch in [arm64]`, `team exists`, `…/instance-cpu > 4`."""
+    op = req.operator
+    if req.gt is not None or req.lt is not None:
+        bounds = []
+        if req.gt is not None:
+            bounds.append(f"> {req.gt}")
+        if req.lt is not None:
+            bounds.append(f"< {req.lt}")
+        text = f"{req.key} {' and '.join(bounds)}"
+        return text + (f" not in [{', '.join(sorted(req.values))}]" if req.values else "")
+    if op == IN:
+        return f"{req.key} in [{', '.join(sorted(req.values))}]"
+    if op == NOT_IN:
+        return f"{req.key} not in [{', '.join(sorted(req.values))}]"
+    return f"{req.key} {'exists' if op == EXISTS else 'does not exist'}"
+
+
+def amount(resource: str, value: int) -> str:
+    if resource in GPU_RESOURCES:
+        noun = "GPU" if "gpu" in resource else resource
+        return f"{value} {noun}{'s' if value != 1 and noun == 'GPU' else ''}"
+    return f"{format_resource(resource, value)} {resource}"
+
+
+def _requirement_clause(template: Requirements, pod: Requirements) -> str:
+    for key, theirs in pod.items():
+        mine = template.get(key)
+        if mine is None:
+            if key not in WELL_KNOWN_LABELS and theirs.operator not in (NOT_IN, DOES_NOT_EXIST):
+                return f'{{who}} has no label or requirement "{key}" the pod asks for ({render_requirement(theirs)})'
+            continue
+        if not mine.intersects(theirs):
+            if key == PROVISIONER_NAME:
+                return f"the pod selects {render_requirement(theirs)}, not {{who}}"
+            return f"pod requires {render_requirement(theirs)} but {{who}} allows {render_requirement(mine)}"
+    return "{who} requirements are not compatible with the pod's"
+
+
+def _type_clause(solver: Solver, i: int, ps: PodState, reqs: Requirements) -> str | None:
+    table = solver.tables[i]
+    if not len(table):
+        return "{who} has no instance types"
+    need = solver.daemon_overhead[i] + ps.request
+    by_reqs = table.requirement_mask(reqs)
+    if not by_reqs.any():
+        keys = [k for k in reqs if k in INSTANCE_TYPE_KEYS and k not in (ZONE, CAPACITY_TYPE) and k in ps.requirements]
+        keys = keys or [k for k in reqs if k in INSTANCE_TYPE_KEYS and k not in (ZONE, CAPACITY_TYPE)]
+        wanted = " and ".join(render_requirement(reqs[k]) for k in keys)
+        return f"no instance type in {{who}} matches {wanted}"
+    compatible = by_reqs & table.offering_mask(reqs)
+    if not compatible.any():
+        where = render_requirement(reqs.get_or_exists(ZONE))
+        how = render_requirement(reqs.get_or_exists(CAPACITY_TYPE))
+        return f"no instance type in {{who}} that matches has an available offering with {where} and {how}"
+    fit = compatible & table.fits(need)
+    if not fit.any():
+        largest = table.alloc[compatible].max(axis=0)
+        over = [k for k in range(len(solver.resources)) if need[k] > largest[k]]
+        daemon = solver.daemon_overhead[i]
+        if over:
+            wanted = " and ".join(amount(solver.resources[k], int(need[k])) for k in over)
+            biggest = ", ".join(amount(solver.resources[k], int(largest[k])) for k in over)
+            extra = [
+                amount(solver.resources[k], int(daemon[k])) for k in over if daemon[k] and solver.resources[k] != PODS
+            ]
+            note = f", daemonset overhead of {', '.join(extra)} included" if extra else ""
+            return f"no instance type in {{who}} has {wanted} (the largest has {biggest}{note})"
+        wanted = ", ".join(amount(solver.resources[k], int(need[k])) for k in range(len(need)) if need[k] > 0)
+        return f"no instance type in {{who}} has {wanted} all at once"
+    if not (fit & solver.limit_masks[i]).any():
+        left = solver.remaining[i]
+        names = sorted(left)
+        smallest = solver.limit_cap[i][fit].min(axis=0)
+        short = [r for r, low in zip(names, smallest, strict=True) if low > left[r]]
+        text = ", ".join(
+            f"{r}: {format_resource(r, max(left[r], 0))} of {format_resource(r, solver.provisioners[i].limits[r])} left"
+            for r in short or names
+        )
+        return f"{{who}} limits would be exceeded ({text})"
+    return None
+
+
+def _topology_clause(solver: Solver, ps: PodState, reqs: Requirements) -> tuple[str | None, Requirements]:
+    topology = solver.topology
+    groups = topology.constraining(ps)
+    for group in groups:
+        if group.host and not topology.host_allows_new(group, ps, solver.table.n):
+            return group.describe(), reqs
+    tightened = reqs.copy()
+    for group in groups:
+        if group.host:
+            continue
+        domains = topology.next_domains(
+            group, ps, ps.requirements.get_or_exists(group.key), reqs.get_or_exists(group.key)
+        )
+        tightened.add(domains)
+        if domains.is_empty() or tightened[group.key].is_empty():
+            return group.describe(), reqs
+    return None, tightened
+
+
+def explain(solver: Solver, ps: PodState) -> str:
+    """One sentence on why `ps` could not be placed."""
+    if not solver.provisioners:
+        return "no provisioners found"
+    candidates: list[tuple[int, int, tuple[int, str]]] = []
+    for i, p in enumerate(solver.provisioners):
+        failures: list[tuple[int, str]] = []
+        taint = first_untolerated(ps.tolerations, p.taints)
+        if taint is not None:
+            failures.append((0, f"{{who}} has taint {taint} not tolerated"))
+        template = solver.templates[i].requirements
+        merged = template
+        if template.compatible_errors(ps.requirements):
+            failures.append((1, _requirement_clause(template, ps.requirements)))
+        else:
+            merged = template.merged(ps.requirements.values())
+        topo_clause, tightened = _topology_clause(solver, ps, merged)
+        if topo_clause is not None:
+            failures.append((2, topo_clause))
+        type_clause = _type_clause(solver, i, ps, tightened)
+        if type_clause is not None:
+            failures.append((3, type_clause))
+        if failures:
+            candidates.append((len(failures), i, failures[0]))
+    if not candidates:
+        return "no existing or new node could take the pod (host ports or capacity of in-flight nodes)"
+    fewest = min(c[0] for c in candidates)
+    clauses: dict[str, list[str]] = {}
+    for count, i, (_stage, clause) in candidates:
+        if count == fewest:
+            clauses.setdefault(clause, []).append(solver.provisioners[i].name)
+    out = []
+    for clause, names in list(clauses.items())[:_MAX_CLAUSES]:
+        quoted = ", ".join(f"'{n}'" for n in names)
+        who = f"provisioner {quoted}" if len(names) == 1 else f"provisioners {quoted}"
+        out.append(clause.replace("{who}", who))
+    return "; ".join(out)

@@ -1,0 +1,452 @@
+"""The solve loop of spec §5.4–5.6: queue, existing nodes, in-flight nodes, new nodes, relaxation.
+
+Internal to `scheduler.schedule()`; pure. Set-up follows spec §5.3 (provisioners by weight then
+name, daemonset overhead per provisioner, remaining limits counting existing nodes, topology
+over the batch). For each pod, in the queue order of spec §5.4:
+1. existing nodes in their given order (creation time, then name) — first that accepts wins;
+2. nodes opened earlier in this solve, fewest pods first (ties: oldest) — first that accepts;
+3. a new node from the first provisioner (weight order) whose template, topology, limits and
+   instance types accept it.
+Failing pods are relaxed one preference at a time and re-queued until a full pass makes no
+progress. Fit checks are vectorised: one pod against every node, one node against every type.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from controller.apis.labels import HOSTNAME
+from controller.scheduling import packing
+from controller.scheduling import topology as topo
+from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
+from controller.scheduling.nodetable import NodeClass, NodeTable
+from controller.scheduling.overhead import apply_kubelet
+from controller.scheduling.podstate import PodState, requirements_of
+from controller.scheduling.provisioners import by_weight
+from controller.scheduling.requirements import Requirements
+from controller.scheduling.taints import PREFER_NO_SCHEDULE, first_untolerated, is_ephemeral
+from controller.scheduling.types import (
+    CPU,
+    MEMORY,
+    PODS,
+    InstanceType,
+    PodRequest,
+    ProvisionerSpec,
+    SchedulingInput,
+    StateNode,
+    Taint,
+)
+from controller.scheduling.typetable import TypeTable
+
+
+class Solver:
+    """One scheduling decision's working state."""
+
+    def __init__(self, inp: SchedulingInput) -> None:
+        self.inp = inp
+        self.provisioners: list[ProvisionerSpec] = by_weight(inp.provisioners)
+        self.batch = [p for p in inp.pods if p.owner_kind != "DaemonSet" and not p.terminal]
+        self.resources = self._resources()
+        self.tables = [TypeTable(types, self.resources) for types in self._instance_types()]
+        self.daemons = [(d, requirements_of(d)) for d in inp.daemonsets]
+        self.daemon_overhead = [self._template_daemons(p) for p in self.provisioners]
+        self.tolerate_prefer_no_schedule = any(
+            t.effect == PREFER_NO_SCHEDULE for p in self.provisioners for t in p.taints
+        )
+        self.table = NodeTable(len(self.resources), max(64, 2 * len(inp.nodes)))
+        self.templates = [self.table.node_class(i, p.taints, p.requirements) for i, p in enumerate(self.provisioners)]
+        self._universe_cache: dict[str, set[str]] = {}
+        self.topology = topo.Topology(self._universe, self.table.capacity)
+        self.remaining, self.limit_cap, self.limit_masks = self._limits()
+        self.states: list[PodState] = []
+        self.unschedulable: dict[str, str] = {}
+        self.failed: list[PodState] = []
+        self._static: dict[tuple[object, int], int] = {}
+        self._fail_version: dict[tuple[object, ...], int] = {}
+        self.version = 0
+        self._name_counters: dict[str, int] = {}
+        self._taken_names = {n.name for n in inp.nodes}
+        self._existing_nodes()
+        self._pods()
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def _resources(self) -> list[str]:
+        names = {CPU, MEMORY, PODS}
+        for pod in (*self.batch, *self.inp.daemonsets):
+            names.update(k for k, v in pod.requests.items() if v > 0)
+        return [CPU, MEMORY, PODS, *sorted(names - {CPU, MEMORY, PODS})]
+
+    def _instance_types(self) -> list[Sequence[InstanceType]]:
+        given = self.inp.instance_types
+        if isinstance(given, Mapping):
+            return [list(given.get(p.name, ())) for p in self.provisioners]
+        catalog = list(given)
+        out: list[Sequence[InstanceType]] = []
+        done: list[tuple[object, Sequence[InstanceType]]] = []
+        for p in self.provisioners:
+            types = next((t for k, t in done if k == p.kubelet), None)
+            if types is None:
+                types = [apply_kubelet(it, p.kubelet) for it in catalog]
+                done.append((p.kubelet, types))
+            out.append(types)
+        return out
+
+    def vector(self, resources: Mapping[str, int]) -> np.ndarray:
+        return np.array([resources.get(r, 0) for r in self.resources], dtype=np.int64)
+
+    def _daemons_for(self, taints: Sequence[Taint], requirements: Requirements) -> np.ndarray:
+        total = np.zeros(len(self.resources), dtype=np.int64)
+        for daemon, reqs in self.daemons:
+            if first_untolerated(daemon.tolerations, taints) is None and not requirements.compatible_errors(reqs):
+                total += self.vector(daemon.requests)
+        return total
+
+    def _template_daemons(self, p: ProvisionerSpec) -> np.ndarray:
+        return self._daemons_for(p.taints, p.requirements)
+
+    def _universe(self, key: str) -> set[str]:
+        """Every value a topology key can take on nodes the provisioners could launch (spec §5.3)."""
+        found = self._universe_cache.get(key)
+        if found is not None:
+            return found
+        out: set[str] = set()
+        for p, table in zip(self.provisioners, self.tables, strict=True):
+            mine = p.requirements.get(key)
+            if mine is not None and not mine.complement:
+                out |= mine.values
+            if key in INSTANCE_TYPE_KEYS:
+                for it in table.types:
+                    theirs = it.requirements.get(key)
+                    if theirs is not None:
+                        both = theirs if mine is None else theirs.intersection(mine)
+                        if not both.complement:
+                            out |= both.values
+        self._universe_cache[key] = out
+        return out
+
+    def _limits(self) -> tuple[list[dict[str, int]], list[np.ndarray], list[np.ndarray]]:
+        remaining, caps, masks = [], [], []
+        for p, table in zip(self.provisioners, self.tables, strict=True):
+            left = dict(p.limits)
+            for node in self.inp.nodes:
+                if node.provisioner_name == p.name and not node.marked_for_deletion:
+                    capacity = node.capacity or node.allocatable
+                    for r in left:
+                        left[r] -= capacity.get(r, 0)
+            names = sorted(left)
+            cap = np.array([[it.capacity.get(r, 0) for r in names] for it in table.types], dtype=np.int64)
+            remaining.append(left)
+            caps.append(cap.reshape(len(table.types), len(names)))
+            masks.append(self._limit_mask(cap.reshape(len(table.types), len(names)), left, names))
+        return remaining, caps, masks
+
+    @staticmethod
+    def _limit_mask(cap: np.ndarray, left: Mapping[str, int], names: Sequence[str]) -> np.ndarray:
+        if not names:
+            return np.ones(cap.shape[0], dtype=bool)
+        return np.asarray((cap <= np.array([left[r] for r in names], dtype=np.int64)).all(axis=1))
+
+    def _existing_nodes(self) -> None:
+        by_name = {p.name: i for i, p in enumerate(self.provisioners)}
+        batch_keys = {p.key for p in self.batch}
+        nodes = sorted(self.inp.nodes, key=lambda n: (n.creation_timestamp, n.name))
+        for node in nodes:
+            prov = by_name.get(node.provisioner_name or "")
+            target = node.provisioner_name is not None and not node.marked_for_deletion
+            taints = self._effective_taints(node, prov)
+            labels = dict(node.labels)
+            reqs = Requirements.from_labels({k: v for k, v in labels.items() if k != HOSTNAME})
+            cls = self.table.node_class(-1, taints, reqs)
+            bound = [p for p in node.pods if not p.terminal and p.key not in batch_keys]
+            used = np.zeros(len(self.resources), dtype=np.int64)
+            bound_daemons = np.zeros(len(self.resources), dtype=np.int64)
+            for pod in bound:
+                used += self.vector(pod.requests)
+                if pod.owner_kind == "DaemonSet":
+                    bound_daemons += self.vector(pod.requests)
+            if target:
+                full = Requirements.from_labels({**labels, HOSTNAME: labels.get(HOSTNAME, node.name)})
+                used += np.maximum(self._daemons_for(taints, full) - bound_daemons, 0)
+            i = self.table.add(node.name, cls, used, self.vector(node.allocatable), target=target, new=False)
+            self.table.state[i] = node
+            self.table.npods[i] = len(bound)
+            for pod in bound:
+                self.table.ports[i].update(pod.host_ports)
+            self.topology.grow(self.table.capacity)
+            for pod in bound:
+                self.topology.add_cluster_pod(pod, i, labels, node.name)
+
+    def _effective_taints(self, node: StateNode, prov: int | None) -> tuple[Taint, ...]:
+        startup = set(self.provisioners[prov].startup_taints) if prov is not None and not node.initialized else set()
+        return tuple(t for t in node.taints if not is_ephemeral(t) and t not in startup)
+
+    def _pods(self) -> None:
+        order = sorted(
+            range(len(self.batch)),
+            key=lambda i: (
+                -self.batch[i].requests.get(CPU, 0),
+                -self.batch[i].requests.get(MEMORY, 0),
+                self.batch[i].creation_timestamp,
+                self.batch[i].uid,
+                i,
+            ),
+        )
+        for i in order:
+            pod = self.batch[i]
+            if pod.ignore_reason:
+                self.unschedulable[pod.key] = f"ignored: {pod.ignore_reason}"
+                continue
+            ps = PodState(len(self.states), pod, self.vector(pod.requests))
+            self.states.append(ps)
+            self.topology.update(ps, first=True)
+
+    # -- solve ----------------------------------------------------------------------------------
+
+    def solve(self) -> None:
+        queue = deque(self.states)
+        last_len: dict[int, int] = {}
+        failed: dict[int, PodState] = {}
+        while queue:
+            ps = queue[0]
+            if last_len.get(ps.index) == len(queue):
+                break
+            queue.popleft()
+            if self.add(ps):
+                failed.pop(ps.index, None)
+                continue
+            failed[ps.index] = ps
+            relaxed = ps.relax(self.tolerate_prefer_no_schedule) is not None
+            queue.append(ps)
+            if relaxed:
+                last_len.clear()
+                self.topology.update(ps)
+            else:
+                last_len[ps.index] = len(queue)
+        self.failed = sorted(failed.values(), key=lambda s: s.index)
+
+    def add(self, ps: PodState) -> bool:
+        groups = self.topology.constraining(ps)
+        host = [g for g in groups if g.host]
+        other = [g for g in groups if not g.host]
+        fail_key = (ps.signature, ps.selector_key, tuple(ps.request.tolist()), tuple(g.id for g in groups),
+                    ps.pod.host_ports)  # fmt: skip
+        if self._fail_version.get(fail_key) == self.version:
+            return False
+        if self._place_on_nodes(ps, host, other) or self._place_on_new_node(ps, host, other):
+            self.version += 1
+            return True
+        self._fail_version[fail_key] = self.version
+        return False
+
+    def class_after(self, ps: PodState, cid: int) -> int:
+        """The class a node of class `cid` becomes with this pod, or -1 (taints or requirements)."""
+        key = (ps.signature, cid)
+        found = self._static.get(key)
+        if found is None:
+            cls = self.table.classes[cid]
+            if first_untolerated(ps.tolerations, cls.taints) is not None or cls.requirements.compatible_errors(
+                ps.requirements
+            ):
+                found = -1
+            else:
+                merged = cls.requirements.merged(ps.requirements.values())
+                found = self.table.node_class(cls.provisioner, cls.taints, merged).id
+            self._static[key] = found
+        return found
+
+    def class_with_topology(self, ps: PodState, cid: int, groups: Sequence[topo.Group]) -> int:
+        """The class after intersecting every zone-like topology domain, or -1."""
+        if not groups:
+            return cid
+        cls = self.table.classes[cid]
+        reqs = cls.requirements
+        tightened = None
+        for group in groups:
+            domains = self.topology.next_domains(
+                group, ps, ps.requirements.get_or_exists(group.key), reqs.get_or_exists(group.key)
+            )
+            if domains.is_empty():
+                return -1
+            tightened = tightened if tightened is not None else reqs.copy()
+            tightened.add(domains)
+            if tightened[group.key].is_empty():
+                return -1
+        assert tightened is not None
+        return self.table.node_class(cls.provisioner, cls.taints, tightened).id
+
+    def class_types(self, cls: NodeClass) -> np.ndarray:
+        if cls.types is None:
+            cls.types = self.tables[cls.provisioner].compatible(cls.requirements, cls.signature)
+        return cls.types
+
+    def _place_on_nodes(self, ps: PodState, host: Sequence[topo.Group], other: Sequence[topo.Group]) -> bool:
+        t = self.table
+        n = t.n
+        if n == 0 or not t.present:
+            return False
+        after: dict[int, int] = {}
+        for cid in t.present:
+            c1 = self.class_after(ps, cid)
+            if c1 >= 0:
+                c2 = self.class_with_topology(ps, c1, other)
+                if c2 >= 0:
+                    after[cid] = c2
+        if not after:
+            return False
+        ok = np.zeros(len(t.classes), dtype=bool)
+        ok[list(after)] = True
+        mask = ok[t.cls[:n]] & t.target[:n]
+        for group in host:
+            mask &= self.topology.host_mask(group, ps, n)
+        idx = np.flatnonzero(mask)
+        if idx.size == 0:
+            return False
+        idx = idx[((t.used[idx] + ps.request) <= t.bound[idx]).all(axis=1)]
+        if ps.pod.host_ports:
+            idx = np.array([i for i in idx if t.ports_free(int(i), ps.pod.host_ports)], dtype=np.int64)
+        if idx.size == 0:
+            return False
+        existing = idx[~t.new[idx]]
+        if existing.size:
+            j = int(existing[0])
+            self._accept(ps, j, after[int(t.cls[j])], None)
+            return True
+        for j in idx[np.lexsort((idx, t.npods[idx]))]:
+            j = int(j)
+            node_cls = self.table.classes[after[int(t.cls[j])]]
+            table = self.tables[node_cls.provisioner]
+            options = t.options[j]
+            assert options is not None
+            keep = options & self.class_types(node_cls) & table.fits(t.used[j] + ps.request)
+            if keep.any():
+                self._accept(ps, j, node_cls.id, keep)
+                return True
+        return False
+
+    def _place_on_new_node(self, ps: PodState, host: Sequence[topo.Group], other: Sequence[topo.Group]) -> bool:
+        n = self.table.n
+        if not all(self.topology.host_allows_new(g, ps, n) for g in host):
+            return False
+        for i, template in enumerate(self.templates):
+            c1 = self.class_after(ps, template.id)
+            if c1 < 0:
+                continue
+            c2 = self.class_with_topology(ps, c1, other)
+            if c2 < 0:
+                continue
+            cls = self.table.classes[c2]
+            table = self.tables[i]
+            keep = self.class_types(cls) & self.limit_masks[i] & table.fits(self.daemon_overhead[i] + ps.request)
+            if not keep.any():
+                continue
+            used = self.daemon_overhead[i] + ps.request
+            j = self.table.add(self._new_name(i), cls, used - ps.request, table.alloc[keep].max(axis=0),
+                               target=True, new=True)  # fmt: skip
+            self.table.options[j] = keep
+            self.topology.grow(self.table.capacity)
+            self._take_limits(i, keep)
+            self._accept(ps, j, c2, keep)
+            return True
+        return False
+
+    def _new_name(self, i: int) -> str:
+        name = self.provisioners[i].name
+        count = self._name_counters.get(name, 0) + 1
+        while f"{name}-{count}" in self._taken_names:
+            count += 1
+        self._name_counters[name] = count
+        return f"{name}-{count}"
+
+    def _take_limits(self, i: int, keep: np.ndarray) -> None:
+        names = sorted(self.remaining[i])
+        if not names:
+            return
+        largest = self.limit_cap[i][keep].max(axis=0)
+        for r, amount in zip(names, largest, strict=True):
+            self.remaining[i][r] -= int(amount)
+        self.limit_masks[i] = self._limit_mask(self.limit_cap[i], self.remaining[i], names)
+
+    def _accept(self, ps: PodState, j: int, cid: int, options: np.ndarray | None) -> None:
+        t = self.table
+        t.used[j] += ps.request
+        t.npods[j] += 1
+        t.set_class(j, t.classes[cid])
+        if options is not None:
+            t.options[j] = options
+            table = self.tables[t.classes[cid].provisioner]
+            t.bound[j] = table.alloc[options].max(axis=0)
+        t.pods[j].append(ps)
+        t.ports[j].update(ps.pod.host_ports)
+        self.topology.record(ps, j, t.classes[cid].requirements)
+
+    def pods_of(self, j: int) -> list[PodRequest]:
+        return [ps.pod for ps in self.table.pods[j]]
+
+    # -- price improvement (karpy's addition, see packing.py) ------------------------------------------
+
+    def node_price(self, j: int) -> float:
+        cls = self.table.classes[int(self.table.cls[j])]
+        table = self.tables[cls.provisioner]
+        options = self.table.options[j]
+        assert options is not None
+        chosen = table.launch(
+            table.ordered(options, cls.requirements, self.inp.settings.max_instance_types), cls.requirements
+        )
+        return chosen[3] if chosen is not None else float("inf")
+
+    def _free(self, ps: PodState) -> bool:
+        return not ps.pod.host_ports and not self.topology.constraining(ps) and not self.topology.counting(ps)
+
+    def improve(self) -> None:
+        """Re-pack interchangeable pods of new nodes where that lowers the total price."""
+        t = self.table
+        pools: dict[int, list[int]] = {}
+        for j in range(t.n):
+            if t.new[j] and t.pods[j] and all(self._free(ps) for ps in t.pods[j]):
+                pools.setdefault(int(t.cls[j]), []).append(j)
+        for cid, nodes in pools.items():
+            if not self.provisioners[t.classes[cid].provisioner].limits:
+                self._repack(t.classes[cid], nodes)
+
+    def _repack(self, cls: NodeClass, nodes: list[int]) -> None:
+        i = cls.provisioner
+        table = self.tables[i]
+        candidates = self.class_types(cls) & np.isfinite(table.prices(cls.requirements))
+        if (candidates & ~table.exotic).any():
+            candidates &= ~table.exotic
+        idx = np.flatnonzero(candidates)
+        if idx.size == 0:
+            return
+        usable = table.alloc[idx] - self.daemon_overhead[i]
+        price = table.prices(cls.requirements)[idx]
+        pods = [ps for j in nodes for ps in self.table.pods[j]]
+        shapes, inverse, counts = np.unique(
+            np.array([ps.request for ps in pods]), axis=0, return_inverse=True, return_counts=True
+        )
+        order = np.lexsort((-shapes[:, 1], -shapes[:, 0]))
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        bins = packing.pack(shapes[order], counts[order], usable, price)
+        if bins is None or sum(float(price[b]) for b, _ in bins) >= sum(self.node_price(j) for j in nodes) - 1e-9:
+            return
+        by_shape: list[list[PodState]] = [[] for _ in order]
+        for ps, s in zip(pods, np.asarray(inverse).reshape(-1), strict=True):
+            by_shape[int(rank[s])].append(ps)
+        names = [self.table.names[j] for j in nodes]
+        for j in nodes:
+            self.table.pods[j] = []
+            self.table.npods[j] = 0
+            self.table.used[j] = self.daemon_overhead[i]
+        for k, (_, take) in enumerate(bins):
+            chosen = [by_shape[s].pop() for s in range(len(take)) for _ in range(int(take[s]))]
+            content = self.daemon_overhead[i] + np.sum([ps.request for ps in chosen], axis=0)
+            keep = self.class_types(cls) & table.fits(content)
+            name = names[k] if k < len(names) else self._new_name(i)
+            j = self.table.add(name, cls, content, table.alloc[keep].max(axis=0), target=True, new=True)
+            self.table.options[j] = keep
+            self.table.pods[j] = sorted(chosen, key=lambda ps: ps.index)
+            self.table.npods[j] = len(chosen)

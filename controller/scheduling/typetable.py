@@ -1,0 +1,142 @@
+"""One provisioner's instance types as numpy arrays, for vectorised filtering.
+
+Internal to the scheduler. Rows are instance types (sorted by name), columns the resources
+the solve cares about. `compatible(requirements)` is spec §5.5.2 (a)+(c) for every type at
+once — the type's requirements intersect the node's, and it has an available offering in an
+allowed zone with an allowed capacity type — cached per distinct requirement set.
+`launch()` picks the offering a simulated launch takes (spec §5.9: exotic types only when
+nothing else fits, spot when allowed and offered, then the cheapest; ties by name and zone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from controller.apis.labels import CAPACITY_TYPE, CAPACITY_TYPE_SPOT, INSTANCE_SIZE, ZONE
+from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
+from controller.scheduling.requirements import Requirement, Requirements
+from controller.scheduling.types import InstanceType
+
+EXOTIC_RESOURCES = ("aws.amazon.com/neuron", "amd.com/gpu", "nvidia.com/gpu", "habana.ai/gaudi")
+_TYPE_KEYS = frozenset(INSTANCE_TYPE_KEYS) - {ZONE, CAPACITY_TYPE}
+
+
+class TypeTable:
+    """Instance types of one provisioner (kubelet settings applied) over a fixed resource order."""
+
+    def __init__(self, types: Sequence[InstanceType], resources: Sequence[str]) -> None:
+        self.types = sorted(types, key=lambda it: it.name)
+        self.resources = tuple(resources)
+        count = len(self.types)
+        self.alloc = np.zeros((count, len(resources)), dtype=np.int64)
+        self.capacity = np.zeros((count, len(resources)), dtype=np.int64)
+        for i, it in enumerate(self.types):
+            allocatable = it.allocatable
+            if any(v < 0 for v in allocatable.values()):
+                self.alloc[i, :] = -1  # a negative allocatable value means nothing fits
+            else:
+                self.alloc[i] = [allocatable.get(r, 0) for r in resources]
+            self.capacity[i] = [it.capacity.get(r, 0) for r in resources]
+        self.exotic = np.array(
+            [it.labels.get(INSTANCE_SIZE) == "metal" or any(it.capacity.get(r, 0) for r in EXOTIC_RESOURCES)
+             for it in self.types], dtype=bool)  # fmt: skip
+        zones: dict[str, int] = {}
+        cts: dict[str, int] = {}
+        rows = [(i, o) for i, it in enumerate(self.types) for o in it.offerings if o.available]
+        self.off_type = np.array([i for i, _ in rows], dtype=np.int64)
+        self.off_zone = np.array([zones.setdefault(o.zone, len(zones)) for _, o in rows], dtype=np.int64)
+        self.off_ct = np.array([cts.setdefault(o.capacity_type, len(cts)) for _, o in rows], dtype=np.int64)
+        self.off_price = np.array([o.price for _, o in rows], dtype=np.float64)
+        self.zone_names = list(zones)
+        self.ct_names = list(cts)
+        self._key_masks: dict[Requirement, np.ndarray] = {}
+        self._offering_masks: dict[tuple[Requirement, Requirement], np.ndarray] = {}
+        self._compatible: dict[frozenset[Requirement], np.ndarray] = {}
+        self.all = np.ones(count, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def _key_mask(self, req: Requirement) -> np.ndarray:
+        mask = self._key_masks.get(req)
+        if mask is None:
+            theirs = [it.requirements.get(req.key) for it in self.types]
+            mask = np.array([t is None or req.intersects(t) for t in theirs], dtype=bool)
+            self._key_masks[req] = mask
+        return mask
+
+    def _allowed_offerings(self, requirements: Requirements) -> np.ndarray:
+        zone = requirements.get_or_exists(ZONE)
+        ct = requirements.get_or_exists(CAPACITY_TYPE)
+        mask = self._offering_masks.get((zone, ct))
+        if mask is None:
+            zone_ok = np.array([zone.has(z) for z in self.zone_names] or [False], dtype=bool)
+            ct_ok = np.array([ct.has(c) for c in self.ct_names] or [False], dtype=bool)
+            mask = zone_ok[self.off_zone] & ct_ok[self.off_ct] if self.off_type.size else np.zeros(0, dtype=bool)
+            self._offering_masks[(zone, ct)] = mask
+        return mask
+
+    def requirement_mask(self, requirements: Requirements) -> np.ndarray:
+        """Types whose requirements intersect these (zone and capacity type aside)."""
+        mask = self.all
+        for key, req in requirements.items():
+            if key in _TYPE_KEYS:
+                mask = mask & self._key_mask(req)
+        return mask
+
+    def offering_mask(self, requirements: Requirements) -> np.ndarray:
+        """Types with an available offering in an allowed zone and capacity type."""
+        has = np.zeros(len(self.types), dtype=bool)
+        has[self.off_type[self._allowed_offerings(requirements)]] = True
+        return has
+
+    def compatible(self, requirements: Requirements, signature: frozenset[Requirement]) -> np.ndarray:
+        mask = self._compatible.get(signature)
+        if mask is None:
+            mask = self.requirement_mask(requirements) & self.offering_mask(requirements)
+            self._compatible[signature] = mask
+        return mask
+
+    def fits(self, need: np.ndarray) -> np.ndarray:
+        return np.asarray((self.alloc >= need).all(axis=1))
+
+    def prices(self, requirements: Requirements) -> np.ndarray:
+        """Cheapest allowed offering per type (infinity when none)."""
+        allowed = self._allowed_offerings(requirements)
+        price = np.full(len(self.types), np.inf)
+        np.minimum.at(price, self.off_type[allowed], self.off_price[allowed])
+        return price
+
+    def ordered(self, mask: np.ndarray, requirements: Requirements, limit: int) -> list[int]:
+        """Indices of the masked types, cheapest first (ties by name), at most `limit`."""
+        idx = np.flatnonzero(mask)
+        price = self.prices(requirements)[idx]
+        order = np.lexsort((idx, price))[:limit]
+        return [int(i) for i in idx[order]]
+
+    def launch(self, indices: Sequence[int], requirements: Requirements) -> tuple[int, str, str, float] | None:
+        """(type index, zone, capacity type, price) a launch of these candidates takes."""
+        if not indices:
+            return None
+        chosen = np.zeros(len(self.types), dtype=bool)
+        chosen[list(indices)] = True
+        if (chosen & ~self.exotic).any():
+            chosen &= ~self.exotic
+        allowed = self._allowed_offerings(requirements) & chosen[self.off_type]
+        if not allowed.any():
+            return None
+        if CAPACITY_TYPE_SPOT in self.ct_names:
+            spot = allowed & (self.off_ct == self.ct_names.index(CAPACITY_TYPE_SPOT))
+            if spot.any():
+                allowed = spot
+        rows = np.flatnonzero(allowed)
+        zone_rank = np.argsort(np.argsort(np.array(self.zone_names)))
+        best = rows[np.lexsort((zone_rank[self.off_zone[rows]], self.off_type[rows], self.off_price[rows]))[0]]
+        return (
+            int(self.off_type[best]),
+            self.zone_names[int(self.off_zone[best])],
+            self.ct_names[int(self.off_ct[best])],
+            float(self.off_price[best]),
+        )
