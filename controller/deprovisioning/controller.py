@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
 from controller.deprovisioning import events as E
+from controller.deprovisioning import metrics as M
 from controller.deprovisioning.adapter import deprovisioning_snapshot
 from controller.deprovisioning.commands import Action, Command, Event
 from controller.deprovisioning.decide import Decision, Pending, decide
 from controller.deprovisioning.events import EventRecorder
 from controller.deprovisioning.launcher import Launcher
-from controller.deprovisioning.metrics import DeprovisioningMetrics
 from controller.deprovisioning.types import DeprovisioningSettings, Scheduler
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError, NotFoundError
@@ -67,12 +67,10 @@ class DeprovisioningController:
         clock: Clock,
         settings: DeprovisioningSettings | None = None,
         scheduler: Scheduler | None = None,
-        metrics: DeprovisioningMetrics | None = None,
     ) -> None:
         self._state, self._kube, self._cloud, self._launcher, self._clock = state, kube, cloud, launcher, clock
         self.settings = settings or DeprovisioningSettings()
         self._scheduler = scheduler or _default_scheduler()
-        self.metrics = metrics or DeprovisioningMetrics()
         self.recorder = EventRecorder(kube, clock)
         self._pending: Pending | None = None
         self._execution: Execution | None = None
@@ -95,9 +93,9 @@ class DeprovisioningController:
         dp = deprovisioning_snapshot(snap, self._instance_types(snap), consolidated)
         started = time.monotonic()
         decision = decide(dp, self._pending, self._scheduler, self.settings)
-        self.metrics.evaluation_duration.labels(method=decision.method or "all").observe(time.monotonic() - started)
+        M.EVALUATION_DURATION.labels(method=decision.method or "all").observe(time.monotonic() - started)
         for deprovisioner, count in decision.eligible.items():
-            self.metrics.eligible_machines.labels(deprovisioner=deprovisioner).set(count)
+            M.ELIGIBLE_MACHINES.labels(deprovisioner=deprovisioner).set(count)
         self.last_decision = decision
         self._annotate(decision)
         for event in decision.events:
@@ -148,7 +146,7 @@ class DeprovisioningController:
 
     def _start(self, cmd: Command, now: float) -> None:
         log.info("deprovisioning via %s %s", cmd.deprovisioner, cmd)
-        self.metrics.actions_performed.labels(action=cmd.reason, deprovisioner=cmd.deprovisioner).inc()
+        M.ACTIONS_PERFORMED.labels(action=cmd.reason, deprovisioner=cmd.deprovisioner).inc()
         if cmd.action is Action.DELETE:
             self._state.mark_for_deletion(cmd.node_names)
             self._delete(cmd)
@@ -158,7 +156,6 @@ class DeprovisioningController:
         try:
             for new in cmd.replacements:
                 launched.append(self._launcher.launch(new, cmd.reason))
-                self.metrics.nodes_created.labels(reason=cmd.reason, provisioner=new.provisioner).inc()
         except Exception as err:
             log.error("launching replacement for %s: %s", cmd.reason, err)
             self._cordon(cmd.node_names, False)
@@ -188,7 +185,7 @@ class DeprovisioningController:
             for name in waiting:
                 self.recorder.record(Event(name, E.WAITING_READINESS, E.WAITING_READINESS_MESSAGE))
             return None
-        self.metrics.replacement_initialized.observe(max(0.0, snap.now - ex.started))
+        M.REPLACEMENT_INITIALIZED.observe(max(0.0, snap.now - ex.started))
         self._execution = None
         self._delete(ex.command)
         return None
@@ -212,7 +209,7 @@ class DeprovisioningController:
                 log.error("deleting node %s: %s", cand.name, err)
                 continue
             log.info("deleted node %s", cand.name)
-            self.metrics.nodes_terminated.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
+            M.NODES_TERMINATED.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
 
     def _cordon(self, names: Sequence[str], unschedulable: bool) -> None:
         for name in names:

@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY
 
 from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.deprovisioning.controller import DeprovisioningController
-from controller.deprovisioning.launcher import CloudLauncher
-from controller.deprovisioning.metrics import DeprovisioningMetrics
+from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
+from controller.provisioning.launcher import Launcher
 from controller.state.cluster import ClusterState
 from tests.controller.deprovisioning.builders import CATALOG, fake_schedule
 from tests.fakes.cloudprovider import FakeCloudProvider
@@ -30,11 +30,11 @@ class World:
         self.kube = FakeKube(self.clock)
         self.state = ClusterState(self.clock)
         self.cloud = FakeCloudProvider(CATALOG, self.clock)
-        self.registry = CollectorRegistry()
+        launcher = ProvisioningLauncher(Launcher(self.kube, self.cloud, self.state, self.clock), self.state)
         self.controller = DeprovisioningController(
-            self.state, self.kube, self.cloud, CloudLauncher(self.cloud, self.kube, self.state), self.clock,
-            DeprovisioningSettings(**settings), fake_schedule, DeprovisioningMetrics(self.registry),
+            self.state, self.kube, self.cloud, launcher, self.clock, DeprovisioningSettings(**settings), fake_schedule
         )
+        self.baseline: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
 
     def node(self, name: str, size: str = "medium", **kw: Any) -> None:
         labels = {L.ZONE: "zone-a", L.INITIALIZED: "true", **kw.pop("labels", {})}
@@ -62,7 +62,12 @@ class World:
         return bool(self.kube.objects["nodes"][name]["spec"].get("unschedulable"))
 
     def metric(self, name: str, **labels: str) -> float:
-        return self.registry.get_sample_value(name, labels) or 0.0
+        """The metric's growth since this world was made (metrics are process-wide)."""
+        value = REGISTRY.get_sample_value(name, labels) or 0.0
+        return value - self.baseline.setdefault((name, tuple(sorted(labels.items()))), 0.0)
+
+    def remember(self, name: str, **labels: str) -> None:
+        self.baseline[(name, tuple(sorted(labels.items())))] = REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 def consolidating(world: World) -> None:
@@ -79,6 +84,8 @@ def test_nothing_happens_before_state_is_synced() -> None:
 
 def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
     world = World()
+    world.remember("karpenter_nodes_terminated", reason="emptiness/delete", provisioner="default")
+    world.remember("karpenter_deprovisioning_actions_performed", action="emptiness/delete", deprovisioner="emptiness")
     world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=5))
     world.node("n1")
     world.reconcile()
@@ -87,9 +94,9 @@ def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
     assert world.deleting() == []
     world.reconcile(step=3)
     assert world.deleting() == ["n1"]
-    assert world.metric("karpenter_nodes_terminated_total", reason="emptiness/delete", provisioner="default") == 1
+    assert world.metric("karpenter_nodes_terminated", reason="emptiness/delete", provisioner="default") == 1
     assert world.metric(
-        "karpenter_deprovisioning_actions_performed_total", action="emptiness/delete", deprovisioner="emptiness"
+        "karpenter_deprovisioning_actions_performed", action="emptiness/delete", deprovisioner="emptiness"
     ) == 1
     assert any(e["reason"] == "DeprovisioningTerminating" for e in world.kube.events)
 
@@ -111,6 +118,7 @@ def test_consolidation_deletes_only_after_the_validation_wait() -> None:
 
 def test_replacement_is_ready_before_the_old_node_goes() -> None:
     world = World(validation_wait_seconds=0)
+    world.remember("karpenter_nodes_created", reason="consolidation/replace", provisioner="default")
     consolidating(world)
     world.node("big", "large")
     world.pod("a", "big", cpu="1.5")
@@ -127,7 +135,7 @@ def test_replacement_is_ready_before_the_old_node_goes() -> None:
     })
     world.reconcile(step=2)
     assert world.deleting() == ["big"]
-    assert world.metric("karpenter_nodes_created_total", reason="consolidation/replace", provisioner="default") == 1
+    assert world.metric("karpenter_nodes_created", reason="consolidation/replace", provisioner="default") == 1
 
 
 def test_failed_launch_uncordons_and_keeps_the_node() -> None:
