@@ -1,0 +1,163 @@
+"""`TerminationController`: finalizer handling for deleting nodes (spec §7).
+
+`reconcile()` (job `node.termination`), per node with a deletion timestamp and the
+`karpenter.sh/termination` finalizer: (1) cordon — `spec.unschedulable` and the
+`node.kubernetes.io/exclude-from-external-load-balancers=karpenter` label; (2) drain — evict the
+pods `terminator.drain_plan` names through the Eviction API, each with its own backoff
+(100 ms doubling to 10 s); an HTTP 429 (a PodDisruptionBudget forbids it now) is a
+`FailedDraining` event and a retry; do-not-evict pods are waited for; (3) when drained,
+`cloudprovider.delete` (already gone is fine); (4) remove the finalizer (a 409 means requeue).
+If the instance is already gone while pods remain, the finalizer is removed at once. Every step
+is idempotent, so a controller killed at any point resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from controller.apis import labels as L
+from controller.clock import Clock
+from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.decisions import TERMINATED, WAITING, Decision, DecisionLog
+from controller.events import EventRecorder
+from controller.kube.client import Kube
+from controller.kube.errors import ConflictError, KubeError, NotFoundError, TooManyRequestsError
+from controller.kube.resources import NODES
+from controller.metrics import NODES_TERMINATION_TIME
+from controller.state.cluster import ClusterState
+from controller.state.snapshot import NodeView, PodView
+from controller.termination import events
+from controller.termination.terminator import DrainPlan, drain_plan
+
+log = logging.getLogger(__name__)
+
+EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+BACKOFF_MIN, BACKOFF_MAX = 0.1, 10.0
+
+
+@dataclass
+class Outcome:
+    cordoned: list[str] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    terminated: list[str] = field(default_factory=list)
+
+
+class TerminationController:
+    name = "node.termination"
+
+    def __init__(
+        self,
+        state: ClusterState,
+        kube: Kube,
+        cloud: CloudProvider,
+        clock: Clock,
+        recorder: EventRecorder,
+        decisions: DecisionLog,
+    ) -> None:
+        self.state, self.kube, self.cloud, self.clock = state, kube, cloud, clock
+        self.recorder, self.decisions = recorder, decisions
+        self._backoff: dict[str, tuple[float, float]] = {}  # pod key -> (next try, delay)
+
+    def reconcile(self) -> Outcome:
+        outcome = Outcome()
+        snap = self.state.snapshot()
+        if not snap.synced:
+            return outcome
+        for node in sorted(snap.nodes.values(), key=lambda n: n.name):
+            if node.deleting and L.TERMINATION_FINALIZER in node.finalizers and not node.in_flight:
+                try:
+                    self._terminate(node, snap.now, outcome)
+                except ConflictError:
+                    continue  # someone changed the node first: next tick
+                except (KubeError, OSError) as err:
+                    log.warning("terminating node %s: %s", node.name, err)
+        live = {p.key for n in snap.nodes.values() if n.deleting for p in n.pods}
+        for key in [k for k in self._backoff if k not in live]:
+            del self._backoff[key]
+        return outcome
+
+    def _terminate(self, node: NodeView, now: float, outcome: Outcome) -> None:
+        if not node.unschedulable or node.labels.get(EXCLUDE_LB) != "karpenter":
+            self.kube.patch(
+                NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {EXCLUDE_LB: "karpenter"}}}
+            )
+            outcome.cordoned.append(node.name)
+            log.info("cordoned node %s", node.name)
+        plan = drain_plan(node, now)
+        if not plan.drained:
+            self._drain(node, plan, now, outcome)
+            if not self._instance_gone(node):
+                return
+            log.info(
+                "instance of node %s is gone; not waiting for %d pod(s)", node.name, len(plan.evict + plan.waiting)
+            )
+        try:
+            self.cloud.delete(node.provider_id)
+        except NodeNotFoundError:
+            pass
+        except CloudProviderError as err:
+            log.warning("terminating instance of node %s: %s", node.name, err)
+            return
+        self._remove_finalizer(node, now, outcome)
+
+    def _drain(self, node: NodeView, plan: DrainPlan, now: float, outcome: Outcome) -> None:
+        for pod in plan.evict:
+            if self._evict(node, pod, now):
+                outcome.evicted.append(pod.key)
+        for pod in plan.do_not_evict:
+            why = f"pod {pod.key} has the {L.DO_NOT_EVICT} annotation; waiting for it to finish"
+            self.decisions.record_once(Decision(self.name, WAITING, f"node/{node.name}", why, (pod.key,)))
+        outcome.blocked.append(node.name)
+        count = len(plan.evict) + len(plan.waiting)
+        self.recorder.publish(events.failed_draining(node, f"{count} pods are waiting to be evicted"))
+
+    def _evict(self, node: NodeView, pod: PodView, now: float) -> bool:
+        next_try, delay = self._backoff.get(pod.key, (0.0, BACKOFF_MIN / 2))
+        if now < next_try:
+            return False
+        try:
+            self.kube.evict(pod.namespace, pod.name)
+        except NotFoundError:
+            return True
+        except TooManyRequestsError:
+            self.recorder.publish(events.failed_draining(node, f"evicting pod {pod.key} violates a PDB"))
+            why = f"evicting pod {pod.key} violates a PodDisruptionBudget; retrying"
+            self.decisions.record_once(Decision(self.name, WAITING, f"node/{node.name}", why, (pod.key,)))
+            self._backoff[pod.key] = (now + min(delay * 2, BACKOFF_MAX), min(delay * 2, BACKOFF_MAX))
+            return False
+        except (KubeError, OSError) as err:
+            log.warning("evicting pod %s: %s", pod.key, err)
+            self._backoff[pod.key] = (now + min(delay * 2, BACKOFF_MAX), min(delay * 2, BACKOFF_MAX))
+            return False
+        self._backoff.pop(pod.key, None)
+        self.recorder.publish(events.evicted(pod))
+        return True
+
+    def _instance_gone(self, node: NodeView) -> bool:
+        try:
+            self.cloud.get(node.provider_id)
+        except NodeNotFoundError:
+            return True
+        except CloudProviderError:
+            return False
+        return False
+
+    def _remove_finalizer(self, node: NodeView, now: float, outcome: Outcome) -> None:
+        finalizers = [f for f in node.finalizers if f != L.TERMINATION_FINALIZER]
+        with contextlib.suppress(NotFoundError):
+            self.kube.patch(NODES, node.name, {"metadata": {"finalizers": finalizers or None}})
+        provisioner = node.provisioner or ""
+        if node.deletion_timestamp is not None:
+            NODES_TERMINATION_TIME.labels(provisioner=provisioner).observe(max(0.0, now - node.deletion_timestamp))
+        outcome.terminated.append(node.name)
+        self.decisions.record(
+            Decision(
+                self.name, TERMINATED, f"node/{node.name}", "node deleted: drained and instance terminated",
+                provisioner=provisioner, instance_type=node.instance_type or "", capacity_type=node.capacity_type or "",
+            )
+        )  # fmt: skip
+        log.info("deleted node %s", node.name)

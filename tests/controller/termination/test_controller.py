@@ -1,0 +1,90 @@
+"""Termination: cordon, evict (PDB 429 retried), do-not-evict waits, instance deleted, finalizer removed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.apis import labels as L
+from controller.clock import FakeClock
+from controller.cloudprovider.base import Instance
+from controller.decisions import DecisionLog
+from controller.events import EventRecorder
+from controller.kube.errors import TooManyRequestsError
+from controller.kube.resources import NODES, PODS, WATCHED
+from controller.state.cluster import ClusterState
+from controller.termination import delete_node
+from controller.termination.controller import TerminationController
+from tests.fakes.cloudprovider import FakeCloudProvider
+from tests.fakes.kube import FakeKube
+from tests.fakes.objects import make_node, make_pod
+
+
+@dataclass
+class Env:
+    clock: FakeClock
+    kube: FakeKube
+    cloud: FakeCloudProvider
+    state: ClusterState
+    ctrl: TerminationController
+
+    def tick(self, seconds: float = 1.0) -> None:
+        for kind in WATCHED:
+            self.state.replace(kind.name, self.kube.items(kind))
+        self.ctrl.reconcile()
+        self.clock.step(seconds)
+
+
+def make_env(*pods: dict) -> Env:  # type: ignore[type-arg]
+    clock = FakeClock()
+    kube, cloud, state = FakeKube(clock), FakeCloudProvider(clock=clock), ClusterState(clock)
+    kube.put(NODES, make_node("n1", provider_id="fake:///z/n1"))
+    cloud.add(Instance("fake:///z/n1", "n1", "m5.large", "z", "on-demand", 0.1, "default", 0.0))
+    for pod in pods:
+        kube.put(PODS, pod)
+    ctrl = TerminationController(state, kube, cloud, clock, EventRecorder(kube, clock), DecisionLog(clock))
+    return Env(clock, kube, cloud, state, ctrl)
+
+
+def test_delete_node_cordons_evicts_terminates_and_removes_finalizer() -> None:
+    env = make_env(make_pod("a", node="n1"), make_pod("ds", node="n1", owner_kind="DaemonSet"))
+    assert delete_node(env.kube, env.state, "n1")
+    env.tick()
+    node = env.kube.find(NODES, "n1")
+    assert node is not None and node["spec"]["unschedulable"] is True
+    assert env.kube.evictions == ["default/a"]
+    assert env.kube.find(PODS, "a", "default") is None  # evicted pods without finalizers are gone
+    env.tick()
+    assert env.kube.find(NODES, "n1") is None
+    assert env.cloud.instances == {} and env.cloud.delete_calls == ["fake:///z/n1"]
+
+
+def test_pdb_429_is_retried_with_backoff_and_node_waits() -> None:
+    env = make_env(make_pod("a", node="n1"))
+    env.kube.evict_errors["default/a"] = [TooManyRequestsError("pdb", 429)] * 3
+    delete_node(env.kube, env.state, "n1")
+    for _ in range(3):
+        env.tick(0.1)
+    assert env.kube.find(NODES, "n1") is not None and env.cloud.instances
+    assert any("violates a PDB" in e["message"] for e in env.kube.events)
+    for _ in range(10):
+        env.tick(1.0)
+    assert env.kube.evictions == ["default/a"]
+
+
+def test_do_not_evict_pod_is_waited_for() -> None:
+    env = make_env(make_pod("keep", node="n1", annotations={L.DO_NOT_EVICT: "true"}))
+    delete_node(env.kube, env.state, "n1")
+    for _ in range(3):
+        env.tick()
+    assert env.kube.evictions == [] and env.kube.find(NODES, "n1") is not None
+    env.kube.put(PODS, make_pod("keep", node="n1", phase="Succeeded", annotations={L.DO_NOT_EVICT: "true"}))
+    env.tick()
+    assert env.kube.find(NODES, "n1") is None
+
+
+def test_instance_already_gone_removes_finalizer() -> None:
+    env = make_env(make_pod("keep", node="n1", annotations={L.DO_NOT_EVICT: "true"}))
+    env.cloud.instances.clear()
+    delete_node(env.kube, env.state, "n1")
+    env.tick()
+    assert env.kube.find(NODES, "n1") is None
