@@ -1,0 +1,218 @@
+"""The controller process: settings → wiring → leader-elected APScheduler jobs → graceful exit.
+
+`build(settings, ...)` wires one of everything (clock, Kubernetes adapter, cloud provider,
+cluster state, event recorder, decision log, the controllers); `run(settings)` starts the
+informers, the HTTP server (`httpserver.py`), leader election and one APScheduler job per
+controller (`max_instances=1, coalesce=True`, job id = the controller's `name`), then waits for
+SIGTERM/SIGINT. Only the Lease holder's jobs act (every replica keeps its state warm). Shutdown
+never stops mid-action: the scheduler is shut down with `wait=True`, so a running
+`reconcile()` finishes, then the Lease is released so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from controller import logs
+from controller.clock import Clock, SystemClock
+from controller.cloudprovider.base import CloudProvider
+from controller.decisions import DecisionLog
+from controller.events import EventRecorder
+from controller.garbagecollection.garbagecollection import GarbageCollectionController
+from controller.httpserver import ControllerHTTPServer
+from controller.kube.client import Kube, KubeClient
+from controller.leaderelection import LeaderElector
+from controller.metrics import RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
+from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
+from controller.provisioning.counter import CounterController
+from controller.settings import Settings
+from controller.state.cluster import ClusterState
+from controller.state.informer import start_informers
+from controller.termination.controller import TerminationController
+
+log = logging.getLogger(__name__)
+
+
+class Reconciler(Protocol):
+    name: str
+
+    def reconcile(self) -> Any: ...
+
+
+@dataclass
+class Job:
+    controller: Reconciler
+    interval: float
+
+
+@dataclass
+class App:
+    settings: Settings
+    clock: Clock
+    kube: Kube
+    cloud: CloudProvider
+    state: ClusterState
+    decisions: DecisionLog
+    recorder: EventRecorder
+    provisioning: ProvisioningController
+    jobs: list[Job]
+    elector: LeaderElector | None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "identity": self.settings.identity,
+            "leader": self.is_leader(),
+            "synced": self.state.synced(),
+            "controllers": [j.controller.name for j in self.jobs],
+        }
+
+
+class ConfigError(Exception):
+    """A setting that cannot work (the message names it)."""
+
+
+def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
+    if settings.cloud_provider == "simulated":
+        from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
+
+        return SimulatedCloudProvider(
+            settings.simulated_db_path,
+            clock,
+            cluster=settings.cluster_name,
+            node_label=settings.simulated_node_label,
+            ice_ttl=settings.ice_ttl_seconds,
+        )
+    raise ConfigError(f"cloud-provider: {settings.cloud_provider!r} is not available (use simulated)")
+
+
+def build(
+    settings: Settings,
+    kube: Kube | None = None,
+    cloud: CloudProvider | None = None,
+    clock: Clock | None = None,
+) -> App:
+    clock = clock or SystemClock()
+    kube = kube or KubeClient(settings.kubeconfig or None)
+    cloud = cloud or make_cloud_provider(settings, clock)
+    state = ClusterState(clock)
+    decisions = DecisionLog(clock)
+    recorder = EventRecorder(kube, clock)
+    prov_settings = ProvisioningSettings(
+        batch_idle_seconds=settings.batch_idle_seconds,
+        batch_max_seconds=settings.batch_max_seconds,
+        bind_pods=settings.bind_pods,
+    )
+    provisioning = ProvisioningController(state, kube, cloud, clock, recorder, decisions, prov_settings)
+    jobs = [
+        Job(provisioning, settings.tick_seconds),
+        Job(CounterController(state, kube), 1.0),
+        Job(
+            TerminationController(state, kube, cloud, clock, recorder, decisions), settings.termination_interval_seconds
+        ),
+        Job(
+            GarbageCollectionController(state, kube, cloud, clock, decisions, settings.gc_leak_seconds),
+            settings.gc_interval_seconds,
+        ),
+    ]
+    deprovisioning = _deprovisioning(state, kube, cloud, clock, provisioning)
+    if deprovisioning is not None:
+        jobs.append(Job(deprovisioning, 1.0))
+    elector = None
+    if settings.leader_elect:
+        elector = LeaderElector(
+            kube, clock, settings.identity, settings.leader_election_namespace, settings.leader_election_name,
+            settings.lease_duration_seconds, settings.lease_retry_seconds,
+        )  # fmt: skip
+    return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, jobs, elector)
+
+
+def _deprovisioning(
+    state: ClusterState, kube: Kube, cloud: CloudProvider, clock: Clock, provisioning: ProvisioningController
+) -> Reconciler | None:
+    try:
+        from controller.deprovisioning.controller import DeprovisioningController
+        from controller.deprovisioning.launcher import ProvisioningLauncher
+    except ImportError as err:
+        log.warning("deprovisioning is not available: %s", err)
+        return None
+    controller: Reconciler = DeprovisioningController(
+        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock
+    )
+    return controller
+
+
+def job_body(app: App, controller: Reconciler) -> Callable[[], None]:
+    """The APScheduler job: a thin adapter that calls `reconcile()` when this replica leads."""
+
+    def body() -> None:
+        if app.stop.is_set() or not app.is_leader():
+            return
+        started = time.monotonic()
+        try:
+            controller.reconcile()
+            RECONCILE_TOTAL.labels(controller=controller.name, result="success").inc()
+        except Exception:
+            RECONCILE_TOTAL.labels(controller=controller.name, result="error").inc()
+            RECONCILE_ERRORS.labels(controller=controller.name).inc()
+            log.exception("reconciling", extra={"controller": controller.name})
+        finally:
+            RECONCILE_TIME.labels(controller=controller.name).observe(time.monotonic() - started)
+
+    return body
+
+
+def run(settings: Settings) -> int:
+    logs.setup(settings.log_format, settings.log_level)
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
+    log.info("starting karpy controller", extra={"settings": settings.to_log()})
+    try:
+        app = build(settings)
+    except ConfigError as err:
+        log.error("%s", err)
+        return 2
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("received signal %d, shutting down", signum)
+        app.stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    start_informers(app.kube, app.state, app.stop, settings.resync_seconds)
+    http = ControllerHTTPServer(settings.http_host, settings.http_port, app.decisions, app.status)
+    http.start()
+    log.info("serving /metrics, /healthz and /api/v1/decisions", extra={"port": http.port})
+    if app.elector is not None:
+        threading.Thread(target=app.elector.run, args=(app.stop,), name="leader-election", daemon=True).start()
+    scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(len(app.jobs) + 1)})
+    for job in app.jobs:
+        scheduler.add_job(
+            job_body(app, job.controller),
+            "interval",
+            seconds=job.interval,
+            id=job.controller.name,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+        )
+    scheduler.start()
+    app.stop.wait()
+    scheduler.shutdown(wait=True)  # running reconciles finish: never stop mid-action
+    if app.elector is not None:
+        app.elector.release()
+    app.provisioning.close()
+    http.stop()
+    log.info("stopped")
+    return 0

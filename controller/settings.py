@@ -1,0 +1,114 @@
+"""`Settings`: the controller process's one typed settings object.
+
+Every field is a `karpy controller` flag (`--batch-idle-seconds`) with an environment twin
+(`KARPY_BATCH_IDLE_SECONDS`); a flag wins over the environment, which wins over the default.
+`Settings.from_args(namespace, environ)` builds it; `add_arguments(parser)` declares the flags;
+`main.py` logs it once at start. Nothing else in the controller reads `os.environ`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+def _f(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class Settings:
+    kubeconfig: str = _f("", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    cloud_provider: str = _f("simulated", "cloud provider: simulated (aws is not wired yet)")
+    simulated_db: str = _f("~/.local/state/karpy/simulated-cloud.db", "SQLite file of the simulated cloud")
+    simulated_node_label: str = _f(
+        "kwok.x-k8s.io/node=fake", "label each simulated instance's node carries (the local kwok manages these)"
+    )
+    cluster_name: str = _f("karpy", "cluster name; instances are tagged with it")
+    batch_idle_seconds: float = _f(1.0, "provisioning window closes after this long without new pods")
+    batch_max_seconds: float = _f(10.0, "provisioning window closes after this long at most")
+    bind_pods: bool = _f(True, "bind provisioned pods to their new node (off: kube-scheduler binds)")
+    ice_ttl_seconds: float = _f(45.0, "how long an offering that ran out of capacity is skipped")
+    gc_leak_seconds: float = _f(30.0, "an instance without a node for this long is terminated")
+    tick_seconds: float = _f(0.2, "how often the provisioning job polls its batch window")
+    termination_interval_seconds: float = _f(0.5, "how often deleting nodes are driven")
+    gc_interval_seconds: float = _f(10.0, "how often garbage collection runs")
+    resync_seconds: float = _f(300.0, "full re-list of every watched kind this often")
+    leader_elect: bool = _f(True, "only the holder of the Lease acts")
+    leader_election_id: str = _f("", "identity in the Lease (default: hostname_pid)")
+    leader_election_namespace: str = _f("kube-system", "namespace of the Lease")
+    leader_election_name: str = _f("karpy-controller", "name of the Lease")
+    lease_duration_seconds: float = _f(10.0, "a replica takes over after the leader has not renewed for this long")
+    lease_retry_seconds: float = _f(1.0, "how often the Lease is renewed or tried")
+    http_host: str = _f("0.0.0.0", "address of /metrics, /healthz and /api/v1/decisions")
+    http_port: int = _f(8080, "port of the HTTP server (0: any free port)")
+    log_format: str = _f("json", "json or text")
+    log_level: str = _f("info", "debug, info, warning or error")
+
+    @property
+    def identity(self) -> str:
+        return self.leader_election_id or f"{socket.gethostname()}_{os.getpid()}"
+
+    @property
+    def simulated_db_path(self) -> str:
+        return os.path.expanduser(self.simulated_db)
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        for f in fields(Settings):
+            flag = "--" + f.name.replace("_", "-")
+            help_text = f"{f.metadata['help']} (env KARPY_{f.name.upper()}, default {f.default!r})"
+            if f.type in (bool, "bool"):
+                parser.add_argument(
+                    flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text
+                )
+            else:
+                parser.add_argument(flag, dest=f.name, default=None, help=help_text)
+
+    @staticmethod
+    def from_args(namespace: argparse.Namespace | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+        """Flags > `KARPY_*` environment > defaults; raises ValueError naming a bad value."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(Settings):
+            raw = getattr(namespace, f.name, None) if namespace is not None else None
+            if raw is None:
+                raw = env.get(f"KARPY_{f.name.upper()}")
+            if raw is None and f.name == "kubeconfig":
+                raw = env.get("KUBECONFIG")
+            if raw is None:
+                continue
+            values[f.name] = _convert(f, raw)
+        settings = Settings(**values)
+        if settings.log_format not in ("json", "text"):
+            raise ValueError(f"log-format: must be json or text, not {settings.log_format!r}")
+        return settings
+
+    def to_log(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _convert(f: dataclasses.Field[Any], raw: Any) -> Any:
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    if isinstance(raw, bool) or kind == "str":
+        return raw
+    text = str(raw).strip()
+    try:
+        if kind == "bool":
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(text)
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+    except ValueError:
+        raise ValueError(f"{f.name.replace('_', '-')}: invalid {kind} value {text!r}") from None
+    return raw
