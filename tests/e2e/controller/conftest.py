@@ -1,0 +1,230 @@
+"""Fixtures for the controller's end-to-end tests on the real local control plane.
+
+`karpy` (per test) gives a fresh namespace, a fresh simulated-cloud SQLite file, and a
+`ControllerRunner` that starts `karpy controller` processes against the session's
+`local_cluster` (text logs in the test's tmp dir, its own Lease name, the HTTP server on a free
+port), kills them (SIGKILL) or stops them (SIGTERM). Teardown deletes what the test made and
+strips finalizers from any node left over, so tests do not leak into each other.
+Assertions read the API server through karpy's own `KubeClient` (fast) and the cloud through
+`SimulatedCloudProvider` on the same file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.apis import labels as L
+from controller.clock import SystemClock
+from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
+from controller.kube.client import KubeClient
+from controller.kube.errors import KubeError, NotFoundError
+from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
+from localcluster import LocalCluster, procs
+
+REPO = Path(__file__).resolve().parents[3]
+_counter = itertools.count(1)
+DEPLOYMENTS = Kind("deployments", "apps/v1", "deployments", True)
+NAMESPACES = Kind("namespaces", "v1", "namespaces", False)
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition", interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except KubeError as err:
+            last = err
+        else:
+            if last:
+                return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last value: {last!r}")
+
+
+@dataclass
+class Controller:
+    proc: procs.Proc
+    port: int
+    identity: str
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
+            body = resp.read()
+        return json.loads(body) if path.startswith("/api/") else body.decode()
+
+    def status(self) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = self.get("/api/v1/status")
+            return result
+        except OSError:
+            return {}
+
+
+@dataclass
+class KarpyEnv:
+    cluster: LocalCluster
+    kube: KubeClient
+    namespace: str
+    db: Path
+    lease: str
+    tmp: Path
+    cloud: SimulatedCloudProvider
+    controllers: list[Controller] = field(default_factory=list)
+
+    # processes -------------------------------------------------------------------------------
+
+    def start(self, identity: str = "replica-a", *args: str, wait_ready: bool = True) -> Controller:
+        port = procs.free_port()
+        argv = [
+            sys.executable, "-m", "controller.cli", "controller",
+            "--kubeconfig", str(self.cluster.kubeconfig),
+            "--simulated-db", str(self.db),
+            "--cluster-name", self.namespace,
+            "--leader-election-id", identity,
+            "--leader-election-name", self.lease,
+            "--http-host", "127.0.0.1", "--http-port", str(port),
+            "--log-format", "text",
+            *args,
+        ]  # fmt: skip
+        proc = procs.start(f"controller-{identity}", argv, self.tmp, die_with_parent=True, cwd=REPO)
+        ctrl = Controller(proc, port, identity)
+        self.controllers.append(ctrl)
+        if wait_ready:
+            procs.wait_until(f"controller {identity} leader and synced", lambda: self._ready(ctrl), 60, [proc])
+        return ctrl
+
+    def _ready(self, ctrl: Controller) -> bool:
+        status = ctrl.status()
+        return bool(status.get("synced") and status.get("leader"))
+
+    def kill(self, ctrl: Controller) -> None:
+        procs.stop(ctrl.proc, grace_seconds=0)
+
+    def stop(self, ctrl: Controller) -> None:
+        procs.stop(ctrl.proc, grace_seconds=20)
+
+    # cluster helpers -------------------------------------------------------------------------
+
+    def apply(self, manifest: dict[str, Any] | str) -> None:
+        text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+        self.cluster.kubectl("apply", "-f", "-", input=text)
+
+    def provisioner(self, name: str = "default", **spec: Any) -> None:
+        self.apply(
+            {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": name}, "spec": spec}
+        )
+
+    def deployment(self, name: str, replicas: int, cpu: str = "1", memory: str = "1Gi", **pod: Any) -> None:
+        meta = pod.pop("metadata", {})
+        self.apply(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "namespace": self.namespace},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {
+                        "metadata": {"labels": {"app": name}, **meta},
+                        "spec": {
+                            "terminationGracePeriodSeconds": 0,
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "nginx",
+                                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                                }
+                            ],
+                            **pod,
+                        },
+                    },
+                },
+            }
+        )
+
+    def scale(self, name: str, replicas: int) -> None:
+        self.kube.patch(DEPLOYMENTS, name, {"spec": {"replicas": replicas}}, self.namespace)
+
+    def pods(self, app: str | None = None) -> list[dict[str, Any]]:
+        items = self.kube.list(PODS).items
+        return [
+            p for p in items
+            if p["metadata"]["namespace"] == self.namespace
+            and (app is None or p["metadata"].get("labels", {}).get("app") == app)
+        ]  # fmt: skip
+
+    def running(self, app: str | None = None) -> list[dict[str, Any]]:
+        return [p for p in self.pods(app) if p.get("status", {}).get("phase") == "Running"]
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return [n for n in self.kube.list(NODES).items if L.PROVISIONER_NAME in n["metadata"].get("labels", {})]
+
+    def events(self, reason: str) -> list[dict[str, Any]]:
+        out = []
+        for ns in (self.namespace, "default"):
+            obj = self.kube._request("GET", f"/api/v1/namespaces/{ns}/events")
+            out += [e for e in obj.get("items", []) if e.get("reason") == reason]
+        return out
+
+    def consistent(self) -> str:
+        """'' when every instance has a Node and every karpy Node an instance; else what is wrong."""
+        instances = {i.provider_id for i in self.cloud.list()}
+        nodes = {n["spec"].get("providerID") for n in self.nodes()}
+        problems = []
+        if instances - nodes:
+            problems.append(f"instances without nodes: {sorted(instances - nodes)}")
+        if nodes - instances:
+            problems.append(f"nodes without instances: {sorted(nodes - instances)}")
+        return "; ".join(problems)
+
+    # teardown --------------------------------------------------------------------------------
+
+    def cleanup(self) -> None:
+        for ctrl in self.controllers:
+            procs.stop(ctrl.proc, grace_seconds=5)
+        for name in [p["metadata"]["name"] for p in self.kube.list(PROVISIONERS).items]:
+            _ignore(lambda n=name: self.kube.delete(PROVISIONERS, n))
+        _ignore(lambda: self.kube.delete(NAMESPACES, self.namespace))
+        for node in self.nodes():
+            name = node["metadata"]["name"]
+            _ignore(lambda n=name: self.kube.patch(NODES, n, {"metadata": {"finalizers": None}}))
+            _ignore(lambda n=name: self.kube.delete(NODES, n))
+
+
+def _ignore(call: Callable[[], Any]) -> None:
+    with contextlib.suppress(NotFoundError, KubeError):
+        call()
+
+
+@pytest.fixture
+def karpy(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
+    n = next(_counter)
+    namespace = f"e2e-karpy-{n}-{int(time.time()) % 100000}"
+    kube = KubeClient(str(local_cluster.kubeconfig))
+    kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    db = tmp_path / "cloud.db"
+    env = KarpyEnv(
+        cluster=local_cluster,
+        kube=kube,
+        namespace=namespace,
+        db=db,
+        lease=f"karpy-{namespace}",
+        tmp=tmp_path,
+        cloud=SimulatedCloudProvider(db, SystemClock(), cluster=namespace),
+    )
+    try:
+        yield env
+    finally:
+        env.cleanup()
