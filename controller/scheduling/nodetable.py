@@ -37,6 +37,8 @@ class NodeTable:
         self.capacity = capacity
         self.used = np.zeros((capacity, resources), dtype=np.int64)
         self.bound = np.zeros((capacity, resources), dtype=np.int64)
+        self.free = np.zeros((resources, capacity), dtype=np.int64)  # bound - used, one row per resource
+        self.existing = 0  # rows [0, existing) are nodes that were there before the solve
         self.npods = np.zeros(capacity, dtype=np.int64)
         self.cls = np.zeros(capacity, dtype=np.int64)
         self.target = np.zeros(capacity, dtype=bool)
@@ -67,6 +69,9 @@ class NodeTable:
             grown = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
             grown[: self.capacity] = old
             setattr(self, name, grown)
+        free = np.zeros((self.free.shape[0], capacity), dtype=np.int64)
+        free[:, : self.capacity] = self.free
+        self.free = free
         self.capacity = capacity
 
     def add(self, name: str, cls: NodeClass, used: np.ndarray, bound: np.ndarray, *, target: bool, new: bool) -> int:
@@ -76,6 +81,7 @@ class NodeTable:
         self.n += 1
         self.used[i] = used
         self.bound[i] = bound
+        self.free[:, i] = bound - used
         self.cls[i] = cls.id
         self.target[i] = target
         self.new[i] = new
@@ -87,7 +93,28 @@ class NodeTable:
         self.ports.append(set())
         if target:
             self.present[cls.id] = self.present.get(cls.id, 0) + 1
+        if not new:
+            self.existing = self.n
         return i
+
+    def charge(self, i: int, request: np.ndarray) -> None:
+        self.used[i] += request
+        self.free[:, i] -= request
+
+    def set_bound(self, i: int, bound: np.ndarray) -> None:
+        self.bound[i] = bound
+        self.free[:, i] = bound - self.used[i]
+
+    def reset(self, i: int, used: np.ndarray) -> None:
+        self.used[i] = used
+        self.free[:, i] = self.bound[i] - used
+
+    def fits(self, request: np.ndarray, n: int) -> np.ndarray:
+        """Rows [0, n) whose free capacity (upper bound for new nodes) holds the request."""
+        mask = self.free[0, :n] >= request[0]
+        for k in range(1, request.shape[0]):
+            mask &= self.free[k, :n] >= request[k]
+        return mask
 
     def set_class(self, i: int, cls: NodeClass) -> None:
         old = int(self.cls[i])

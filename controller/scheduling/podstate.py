@@ -61,7 +61,9 @@ class PodState:
         "tolerations",
     )
 
-    def __init__(self, index: int, pod: PodRequest, request: np.ndarray) -> None:
+    def __init__(
+        self, index: int, pod: PodRequest, request: np.ndarray, cache: dict[object, Requirements] | None = None
+    ) -> None:
         self.index = index
         self.pod = pod
         self.request = request
@@ -75,11 +77,17 @@ class PodState:
         self.selector_key = (pod.namespace, tuple(sorted(pod.labels.items())))
         self.requirements = Requirements()
         self.signature: tuple[object, ...] = ()
-        self._recompute()
+        self._recompute(cache)
 
-    def _recompute(self) -> None:
-        self.requirements = pod_requirements(self.pod.node_selector, self.required, self.preferred)
-        self.signature = (frozenset(self.requirements.values()), self.tolerations)
+    def _recompute(self, cache: dict[object, Requirements] | None = None) -> None:
+        key = (tuple(self.pod.node_selector.items()), tuple(self.required[:1]), tuple(self.preferred[:1]))
+        reqs = cache.get(key) if cache is not None else None
+        if reqs is None:
+            reqs = pod_requirements(self.pod.node_selector, self.required, self.preferred)
+            if cache is not None:
+                cache[key] = reqs
+        self.requirements = reqs  # shared between identical pods: never mutated
+        self.signature = (frozenset(reqs.values()), self.tolerations)
 
     @property
     def key(self) -> str:

@@ -90,6 +90,8 @@ def _type_clause(solver: Solver, i: int, ps: PodState, reqs: Requirements) -> st
         daemon = solver.daemon_overhead[i]
         if over:
             wanted = " and ".join(amount(solver.resources[k], int(need[k])) for k in over)
+            if all(largest[k] <= 0 for k in over):
+                return f"no instance type in {{who}} has {wanted} (none has any)"
             biggest = ", ".join(amount(solver.resources[k], int(largest[k])) for k in over)
             extra = [
                 amount(solver.resources[k], int(daemon[k])) for k in over if daemon[k] and solver.resources[k] != PODS
@@ -134,31 +136,34 @@ def explain(solver: Solver, ps: PodState) -> str:
     """One sentence on why `ps` could not be placed."""
     if not solver.provisioners:
         return "no provisioners found"
-    candidates: list[tuple[int, int, tuple[int, str]]] = []
+    candidates: list[tuple[int, int, str]] = []
     for i, p in enumerate(solver.provisioners):
-        failures: list[tuple[int, str]] = []
+        failures: list[str] = []
+        weight = 0
         taint = first_untolerated(ps.tolerations, p.taints)
         if taint is not None:
-            failures.append((0, f"{{who}} has taint {taint} not tolerated"))
+            failures.append(f"{{who}} has taint {taint} not tolerated")
         template = solver.templates[i].requirements
         merged = template
         if template.compatible_errors(ps.requirements):
-            failures.append((1, _requirement_clause(template, ps.requirements)))
+            failures.append(_requirement_clause(template, ps.requirements))
         else:
             merged = template.merged(ps.requirements.values())
         topo_clause, tightened = _topology_clause(solver, ps, merged)
         if topo_clause is not None:
-            failures.append((2, topo_clause))
+            failures.append(topo_clause)
         type_clause = _type_clause(solver, i, ps, tightened)
         if type_clause is not None:
-            failures.append((3, type_clause))
+            failures.append(type_clause)
+            # a provisioner whose types have none of a requested resource is the least likely intent
+            weight += 2 if type_clause.endswith("(none has any)") else 0
         if failures:
-            candidates.append((len(failures), i, failures[0]))
+            candidates.append((len(failures) + weight, i, ", and ".join(failures[:2])))
     if not candidates:
         return "no existing or new node could take the pod (host ports or capacity of in-flight nodes)"
     fewest = min(c[0] for c in candidates)
     clauses: dict[str, list[str]] = {}
-    for count, i, (_stage, clause) in candidates:
+    for count, i, clause in candidates:
         if count == fewest:
             clauses.setdefault(clause, []).append(solver.provisioners[i].name)
     out = []

@@ -26,7 +26,7 @@ from controller.scheduling.nodetable import NodeClass, NodeTable
 from controller.scheduling.overhead import apply_kubelet
 from controller.scheduling.podstate import PodState, requirements_of
 from controller.scheduling.provisioners import by_weight
-from controller.scheduling.requirements import Requirements
+from controller.scheduling.requirements import Requirement, Requirements
 from controller.scheduling.taints import PREFER_NO_SCHEDULE, first_untolerated, is_ephemeral
 from controller.scheduling.types import (
     CPU,
@@ -40,6 +40,8 @@ from controller.scheduling.types import (
     Taint,
 )
 from controller.scheduling.typetable import TypeTable
+
+_NEVER = np.iinfo(np.int64).max
 
 
 class Solver:
@@ -66,6 +68,8 @@ class Solver:
         self.failed: list[PodState] = []
         self._static: dict[tuple[object, int], int] = {}
         self._fail_version: dict[tuple[object, ...], int] = {}
+        self._topology_cache: dict[tuple[object, ...], int] = {}
+        self._tightened_cache: dict[tuple[int, tuple[Requirement, ...]], int] = {}
         self.version = 0
         self._name_counters: dict[str, int] = {}
         self._taken_names = {n.name for n in inp.nodes}
@@ -195,12 +199,13 @@ class Solver:
                 i,
             ),
         )
+        requirement_cache: dict[object, Requirements] = {}
         for i in order:
             pod = self.batch[i]
             if pod.ignore_reason:
                 self.unschedulable[pod.key] = f"ignored: {pod.ignore_reason}"
                 continue
-            ps = PodState(len(self.states), pod, self.vector(pod.requests))
+            ps = PodState(len(self.states), pod, self.vector(pod.requests), requirement_cache)
             self.states.append(ps)
             self.topology.update(ps, first=True)
 
@@ -262,21 +267,34 @@ class Solver:
         """The class after intersecting every zone-like topology domain, or -1."""
         if not groups:
             return cid
-        cls = self.table.classes[cid]
-        reqs = cls.requirements
-        tightened = None
-        for group in groups:
-            domains = self.topology.next_domains(
-                group, ps, ps.requirements.get_or_exists(group.key), reqs.get_or_exists(group.key)
-            )
-            if domains.is_empty():
-                return -1
-            tightened = tightened if tightened is not None else reqs.copy()
-            tightened.add(domains)
-            if tightened[group.key].is_empty():
-                return -1
-        assert tightened is not None
-        return self.table.node_class(cls.provisioner, cls.taints, tightened).id
+        key = (cid, ps.signature, ps.selector_key, tuple((g.id, g.version) for g in groups))
+        found = self._topology_cache.get(key)
+        if found is not None:
+            return found
+        reqs = self.table.classes[cid].requirements
+        domains = tuple(
+            self.topology.next_domains(g, ps, ps.requirements.get_or_exists(g.key), reqs.get_or_exists(g.key))
+            for g in groups
+        )
+        found = self._tightened(cid, domains)
+        self._topology_cache[key] = found
+        return found
+
+    def _tightened(self, cid: int, domains: tuple[Requirement, ...]) -> int:
+        key = (cid, domains)
+        found = self._tightened_cache.get(key)
+        if found is None:
+            cls = self.table.classes[cid]
+            tightened = cls.requirements.copy()
+            found = -1
+            for domain in domains:
+                tightened.add(domain)
+                if domain.is_empty() or tightened[domain.key].is_empty():
+                    break
+            else:
+                found = self.table.node_class(cls.provisioner, cls.taints, tightened).id
+            self._tightened_cache[key] = found
+        return found
 
     def class_types(self, cls: NodeClass) -> np.ndarray:
         if cls.types is None:
@@ -299,24 +317,28 @@ class Solver:
             return False
         ok = np.zeros(len(t.classes), dtype=bool)
         ok[list(after)] = True
-        mask = ok[t.cls[:n]] & t.target[:n]
+        mask = ok[t.cls[:n]]
+        mask &= t.target[:n]
         for group in host:
             mask &= self.topology.host_mask(group, ps, n)
-        idx = np.flatnonzero(mask)
-        if idx.size == 0:
-            return False
-        idx = idx[((t.used[idx] + ps.request) <= t.bound[idx]).all(axis=1)]
+        mask &= t.fits(ps.request, n)
         if ps.pod.host_ports:
-            idx = np.array([i for i in idx if t.ports_free(int(i), ps.pod.host_ports)], dtype=np.int64)
-        if idx.size == 0:
-            return False
-        existing = idx[~t.new[idx]]
-        if existing.size:
-            j = int(existing[0])
+            for j in np.flatnonzero(mask):
+                mask[j] = t.ports_free(int(j), ps.pod.host_ports)
+        existing = t.existing
+        if existing and mask[:existing].any():
+            j = int(np.argmax(mask[:existing]))
             self._accept(ps, j, after[int(t.cls[j])], None)
             return True
-        for j in idx[np.lexsort((idx, t.npods[idx]))]:
-            j = int(j)
+        if not mask[existing:].any():
+            return False
+        # in-flight nodes of this solve: fewest pods first, then oldest (spec §5.5 step 2)
+        order = np.where(mask[existing:], t.npods[existing:n], _NEVER)
+        while True:
+            k = int(np.argmin(order))
+            if order[k] == _NEVER:
+                return False
+            j = existing + k
             node_cls = self.table.classes[after[int(t.cls[j])]]
             table = self.tables[node_cls.provisioner]
             options = t.options[j]
@@ -325,7 +347,7 @@ class Solver:
             if keep.any():
                 self._accept(ps, j, node_cls.id, keep)
                 return True
-        return False
+            order[k] = _NEVER
 
     def _place_on_new_node(self, ps: PodState, host: Sequence[topo.Group], other: Sequence[topo.Group]) -> bool:
         n = self.table.n
@@ -343,8 +365,7 @@ class Solver:
             keep = self.class_types(cls) & self.limit_masks[i] & table.fits(self.daemon_overhead[i] + ps.request)
             if not keep.any():
                 continue
-            used = self.daemon_overhead[i] + ps.request
-            j = self.table.add(self._new_name(i), cls, used - ps.request, table.alloc[keep].max(axis=0),
+            j = self.table.add(self._new_name(i), cls, self.daemon_overhead[i], table.alloc[keep].max(axis=0),
                                target=True, new=True)  # fmt: skip
             self.table.options[j] = keep
             self.topology.grow(self.table.capacity)
@@ -372,13 +393,14 @@ class Solver:
 
     def _accept(self, ps: PodState, j: int, cid: int, options: np.ndarray | None) -> None:
         t = self.table
-        t.used[j] += ps.request
+        t.charge(j, ps.request)
         t.npods[j] += 1
         t.set_class(j, t.classes[cid])
         if options is not None:
+            before = t.options[j]
             t.options[j] = options
-            table = self.tables[t.classes[cid].provisioner]
-            t.bound[j] = table.alloc[options].max(axis=0)
+            if before is None or np.count_nonzero(before) != np.count_nonzero(options):
+                t.set_bound(j, self.tables[t.classes[cid].provisioner].alloc[options].max(axis=0))
         t.pods[j].append(ps)
         t.ports[j].update(ps.pod.host_ports)
         self.topology.record(ps, j, t.classes[cid].requirements)
@@ -440,7 +462,7 @@ class Solver:
         for j in nodes:
             self.table.pods[j] = []
             self.table.npods[j] = 0
-            self.table.used[j] = self.daemon_overhead[i]
+            self.table.reset(j, self.daemon_overhead[i])
         for k, (_, take) in enumerate(bins):
             chosen = [by_shape[s].pop() for s in range(len(take)) for _ in range(int(take[s]))]
             content = self.daemon_overhead[i] + np.sum([ps.request for ps in chosen], axis=0)

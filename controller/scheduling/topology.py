@@ -66,6 +66,7 @@ class Group:
         "owner_names",
         "owners",
         "selector",
+        "version",
     )
 
     def __init__(self, gid: int, spec: tuple[Any, ...], universe: Iterable[str], capacity: int) -> None:
@@ -85,6 +86,7 @@ class Group:
         self.host_counts = np.zeros(capacity if self.host else 0, dtype=np.int64)
         self.owners: set[int] = set()
         self.owner_names: list[str] = []
+        self.version = 0  # bumped whenever a count changes
         self._sorted: list[str] | None = None
 
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
@@ -100,6 +102,7 @@ class Group:
         return self._sorted
 
     def add(self, domain: str, amount: int = 1) -> None:
+        self.version += 1
         if domain not in self.counts:
             self._sorted = None
         self.counts[domain] = self.counts.get(domain, 0) + amount

@@ -39,6 +39,7 @@ class TypeTable:
             else:
                 self.alloc[i] = [allocatable.get(r, 0) for r in resources]
             self.capacity[i] = [it.capacity.get(r, 0) for r in resources]
+        self.columns = np.ascontiguousarray(self.alloc.T)  # one row per resource, for fast fit checks
         self.exotic = np.array(
             [it.labels.get(INSTANCE_SIZE) == "metal" or any(it.capacity.get(r, 0) for r in EXOTIC_RESOURCES)
              for it in self.types], dtype=bool)  # fmt: skip
@@ -54,6 +55,8 @@ class TypeTable:
         self._key_masks: dict[Requirement, np.ndarray] = {}
         self._offering_masks: dict[tuple[Requirement, Requirement], np.ndarray] = {}
         self._compatible: dict[frozenset[Requirement], np.ndarray] = {}
+        self._prices: dict[tuple[Requirement, Requirement], np.ndarray] = {}
+        self._zone_rank = np.argsort(np.argsort(np.array(self.zone_names))) if self.zone_names else np.zeros(0)
         self.all = np.ones(count, dtype=bool)
 
     def __len__(self) -> int:
@@ -100,13 +103,21 @@ class TypeTable:
         return mask
 
     def fits(self, need: np.ndarray) -> np.ndarray:
-        return np.asarray((self.alloc >= need).all(axis=1))
+        """Types whose allocatable holds `need` in every resource."""
+        mask = self.columns[0] >= need[0]
+        for k in range(1, need.shape[0]):
+            mask &= self.columns[k] >= need[k]
+        return mask
 
     def prices(self, requirements: Requirements) -> np.ndarray:
         """Cheapest allowed offering per type (infinity when none)."""
-        allowed = self._allowed_offerings(requirements)
-        price = np.full(len(self.types), np.inf)
-        np.minimum.at(price, self.off_type[allowed], self.off_price[allowed])
+        key = (requirements.get_or_exists(ZONE), requirements.get_or_exists(CAPACITY_TYPE))
+        price = self._prices.get(key)
+        if price is None:
+            allowed = self._allowed_offerings(requirements)
+            price = np.full(len(self.types), np.inf)
+            np.minimum.at(price, self.off_type[allowed], self.off_price[allowed])
+            self._prices[key] = price
         return price
 
     def ordered(self, mask: np.ndarray, requirements: Requirements, limit: int) -> list[int]:
@@ -132,8 +143,7 @@ class TypeTable:
             if spot.any():
                 allowed = spot
         rows = np.flatnonzero(allowed)
-        zone_rank = np.argsort(np.argsort(np.array(self.zone_names)))
-        best = rows[np.lexsort((zone_rank[self.off_zone[rows]], self.off_type[rows], self.off_price[rows]))[0]]
+        best = rows[np.lexsort((self._zone_rank[self.off_zone[rows]], self.off_type[rows], self.off_price[rows]))[0]]
         return (
             int(self.off_type[best]),
             self.zone_names[int(self.off_zone[best])],

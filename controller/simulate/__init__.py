@@ -1,0 +1,1 @@
+"""`karpy simulate` and `karpy catalog`: one provisioning decision from YAML files, no cluster."""

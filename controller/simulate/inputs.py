@@ -1,0 +1,175 @@
+"""Read `karpy simulate` input files into a `SchedulingInput`.
+
+Reads multi-document YAML: Provisioner and AWSNodeTemplate (defaulted and validated with the
+webhook's own code, `controller.apis.load`), Pod, Deployment / ReplicaSet / StatefulSet / Job
+(expanded into their pods), DaemonSet (overhead), PodDisruptionBudget (accepted, not used by a
+single provisioning decision) and Node (existing capacity). Pods with `spec.nodeName` are bound
+to that node; the others are pending. Any problem raises `InputError`, whose message names the
+file, the document and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.apis.errors import InvalidObjectError
+from controller.apis.labels import INITIALIZED, PROVISIONER_NAME
+from controller.apis.load import load_awsnodetemplate, load_provisioner
+from controller.cloudprovider.simulated.catalog import CatalogError, catalog_from_json
+from controller.scheduling.pods import PodSpecError, pod_request
+from controller.scheduling.provisioners import provisioner_spec
+from controller.scheduling.quantity import QuantityError
+from controller.scheduling.resources import parse_resources
+from controller.scheduling.taints import taint_from_wire
+from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, StateNode
+from controller.scheduling.workloads import REPLICATED, daemonset_pod, expand
+
+IGNORED_KINDS = ("PodDisruptionBudget",)
+
+
+class InputError(ValueError):
+    """An input file karpy cannot use; the message says where and why."""
+
+
+@dataclass
+class Inputs:
+    provisioners: list[ProvisionerSpec] = field(default_factory=list)
+    pods: list[PodRequest] = field(default_factory=list)
+    daemonsets: list[PodRequest] = field(default_factory=list)
+    nodes: list[StateNode] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def documents(path: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """(where, document) for every non-empty YAML document of a file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err.strerror or err}") from err
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as err:
+        raise InputError(f"{path}: not valid YAML: {err}") from err
+    out = []
+    for i, doc in enumerate(docs, 1):
+        if doc is None:
+            continue
+        if not isinstance(doc, Mapping):
+            raise InputError(f"{path}: document {i}: expected a mapping, got {type(doc).__name__}")
+        kind = doc.get("kind")
+        meta = doc.get("metadata")
+        if meta is not None and not isinstance(meta, Mapping):
+            raise InputError(f"{path}: document {i} ({kind}): metadata: expected a mapping")
+        name = (meta or {}).get("name")
+        where = f"{path}: document {i}" + (f" ({kind} {name})" if kind else "")
+        if not kind:
+            raise InputError(f"{where}: kind: required")
+        if doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            out.extend((f"{where} item {j}", item) for j, item in enumerate(doc["items"]) if isinstance(item, Mapping))
+            continue
+        out.append((where, doc))
+    return out
+
+
+def read_inputs(paths: Iterable[str]) -> Inputs:
+    """Every document of every file, sorted into provisioners, pods, daemonsets and nodes."""
+    inputs = Inputs()
+    raw_pods: list[tuple[str, Mapping[str, Any]]] = []
+    raw_nodes: list[tuple[str, Mapping[str, Any]]] = []
+    for path in paths:
+        for where, doc in documents(path):
+            kind = doc.get("kind")
+            try:
+                if kind == "Provisioner":
+                    inputs.provisioners.append(provisioner_spec(load_provisioner(dict(doc))))
+                elif kind == "AWSNodeTemplate":
+                    load_awsnodetemplate(dict(doc))
+                elif kind == "Pod":
+                    raw_pods.append((where, doc))
+                elif kind in (*REPLICATED, "Job"):
+                    raw_pods.extend((f"{where} pod {i}", pod) for i, pod in enumerate(expand(doc)))
+                elif kind == "DaemonSet":
+                    inputs.daemonsets.append(pod_request(daemonset_pod(doc)))
+                elif kind == "Node":
+                    raw_nodes.append((where, doc))
+                elif kind in IGNORED_KINDS:
+                    continue
+                else:
+                    inputs.warnings.append(f"{where}: kind {kind!r} is not used by karpy simulate, skipped")
+            except InvalidObjectError as err:
+                raise InputError(f"{where}: invalid {kind}:\n{err}") from err
+            except (PodSpecError, QuantityError, ValueError) as err:
+                raise InputError(f"{where}: {err}") from err
+    names = [p.name for p in inputs.provisioners]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InputError(f"provisioner {duplicates[0]!r} is defined more than once")
+    pods = []
+    for where, doc in raw_pods:
+        try:
+            pods.append(pod_request(doc))
+        except (PodSpecError, QuantityError, ValueError) as err:
+            raise InputError(f"{where}: {err}") from err
+    inputs.nodes = [_node(where, doc, pods) for where, doc in raw_nodes]
+    node_names = {n.name for n in inputs.nodes}
+    deleting = {n.name for n in inputs.nodes if n.marked_for_deletion}
+    inputs.pods = [p for p in pods if not p.node_name or p.node_name in deleting]
+    for pod in pods:
+        if pod.node_name and pod.node_name not in node_names:
+            inputs.warnings.append(f"pod {pod.key} is bound to node {pod.node_name!r}, which is not in the inputs")
+    return inputs
+
+
+def _node(where: str, doc: Mapping[str, Any], pods: Sequence[PodRequest]) -> StateNode:
+    meta = doc.get("metadata") or {}
+    spec = doc.get("spec") or {}
+    status = doc.get("status") or {}
+    name = str(meta.get("name") or "")
+    if not name:
+        raise InputError(f"{where}: metadata.name: required")
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    try:
+        capacity = parse_resources(status.get("capacity"))
+        allocatable = parse_resources(status.get("allocatable")) or dict(capacity)
+    except QuantityError as err:
+        raise InputError(f"{where}: status: {err}") from err
+    taints = spec.get("taints") or []
+    if not isinstance(taints, list):
+        raise InputError(f"{where}: spec.taints: expected a list")
+    owned = PROVISIONER_NAME in labels
+    return StateNode(
+        name=name,
+        labels=labels,
+        allocatable=allocatable,
+        capacity=capacity,
+        taints=tuple(taint_from_wire(t) for t in taints if isinstance(t, Mapping)),
+        pods=tuple(p for p in pods if p.node_name == name),
+        initialized=not owned or labels.get(INITIALIZED) == "true",
+        marked_for_deletion=bool(meta.get("deletionTimestamp")),
+        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+    )
+
+
+def read_catalog(path: str) -> tuple[InstanceType, ...]:
+    """A catalog in the `karpy catalog --output json` format (JSON or YAML)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err.strerror or err}") from err
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            obj = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise InputError(f"{path}: neither JSON nor YAML: {err}") from err
+    try:
+        return catalog_from_json(obj)
+    except CatalogError as err:
+        raise InputError(f"{path}: {err}") from err

@@ -1,0 +1,131 @@
+"""Pod documents → PodRequest (`controller/scheduling/pods.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.scheduling.pods import PodSpecError, pod_request, pod_requests
+
+
+def pod(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p", **meta}, "spec": spec}
+
+
+def container(**resources: dict[str, str]) -> dict[str, Any]:
+    return {"name": "c", "resources": resources}
+
+
+def test_requests_are_karpenters_ceiling() -> None:
+    spec = {
+        "containers": [container(requests={"cpu": "250m", "memory": "1Gi"}), container(limits={"cpu": "500m"})],
+        "initContainers": [container(requests={"cpu": "1", "memory": "512Mi"})],
+    }
+    # containers sum to 750m (a limit counts when no request is given); the init container needs 1
+    assert pod_requests(spec) == {"cpu": 1000, "memory": 2**30, "pods": 1}
+
+
+def test_node_affinity_terms_keep_their_order_and_weights() -> None:
+    expr = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+    spec = {
+        "containers": [container()],
+        "nodeSelector": {"kubernetes.io/arch": "arm64"},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [expr]}, {"matchExpressions": []}]
+                },
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 5, "preference": {"matchExpressions": [expr]}}
+                ],
+            }
+        },
+    }
+    p = pod_request(pod(spec, namespace="shop", labels={"app": "web"}))
+    assert p.key == "shop/p"
+    assert p.node_selector == {"kubernetes.io/arch": "arm64"}
+    assert len(p.required_terms) == 2 and p.required_terms[0][0].values == {"a"}
+    assert p.preferred_terms[0][0] == 5
+    assert p.ignore_reason == ""
+
+
+@pytest.mark.parametrize(
+    ("expr", "fragment"),
+    [
+        ({"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}, "restricted"),
+        ({"key": "team", "operator": "Like", "values": ["a"]}, "unsupported operator"),
+        ({"key": "team", "operator": "In", "values": []}, "must have a value"),
+        ({"key": "karpenter.sh/provisioner-name", "operator": "DoesNotExist"}, "DoesNotExist requirement"),
+    ],
+)
+def test_pods_karpenter_ignores_get_a_reason(expr: dict[str, Any], fragment: str) -> None:
+    spec = {
+        "containers": [container()],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}
+            }
+        },
+    }
+    assert fragment in pod_request(pod(spec)).ignore_reason
+
+
+def test_match_fields_are_not_supported() -> None:
+    spec = {
+        "containers": [container()],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}
+                    ]
+                }
+            }
+        },
+    }
+    assert "matchFields" in pod_request(pod(spec)).ignore_reason
+
+
+def test_pod_affinity_spread_ports_and_owner() -> None:
+    term = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "db"}}}
+    spec = {
+        "containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080, "protocol": "UDP"}]}],
+        "affinity": {
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 7, "podAffinityTerm": term}]
+            },
+        },
+        "topologySpreadConstraints": [
+            {"topologyKey": "kubernetes.io/hostname", "maxSkew": 2, "labelSelector": {"matchLabels": {"a": "b"}},
+             "minDomains": 3}
+        ],
+        "tolerations": [{"key": "k", "operator": "Exists"}],
+    }  # fmt: skip
+    meta = {"namespace": "ns", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}]}
+    p = pod_request({"metadata": {"name": "p", **meta}, "spec": spec, "status": {"phase": "Succeeded"}})
+    assert p.pod_affinity[0].namespaces == frozenset({"ns"})
+    assert p.pod_affinity[0].selector is not None and p.pod_affinity[0].selector.matches({"app": "db"})
+    assert p.preferred_pod_anti_affinity[0].weight == 7
+    spread = p.topology_spread[0]
+    assert (spread.max_skew, spread.when_unsatisfiable, spread.min_domains) == (2, "DoNotSchedule", 3)
+    assert p.host_ports[0].port == 8080 and p.host_ports[0].protocol == "UDP"
+    assert p.owner_kind == "ReplicaSet"
+    assert p.terminal
+    assert p.tolerations[0].operator == "Exists"
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"containers": [container(requests={"cpu": "a lot"})]}, "spec.containers[0].resources.requests.cpu"),
+        ({"containers": "nope"}, "spec.containers"),
+        ({"containers": [], "topologySpreadConstraints": [{"maxSkew": 1}]}, "topologyKey"),
+        ({"containers": [], "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+         "topologyKey"),
+    ],
+)  # fmt: skip
+def test_malformed_pods_name_the_field(spec: dict[str, Any], field: str) -> None:
+    with pytest.raises(PodSpecError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        pod_request(pod(spec))
