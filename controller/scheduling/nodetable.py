@@ -114,7 +114,7 @@ class NodeTable:
         mask = self.free[0, :n] >= request[0]
         for k in range(1, request.shape[0]):
             mask &= self.free[k, :n] >= request[k]
-        return mask
+        return np.asarray(mask)
 
     def set_class(self, i: int, cls: NodeClass) -> None:
         old = int(self.cls[i])

@@ -323,8 +323,8 @@ class Solver:
             mask &= self.topology.host_mask(group, ps, n)
         mask &= t.fits(ps.request, n)
         if ps.pod.host_ports:
-            for j in np.flatnonzero(mask):
-                mask[j] = t.ports_free(int(j), ps.pod.host_ports)
+            for row in np.flatnonzero(mask):
+                mask[row] = t.ports_free(int(row), ps.pod.host_ports)
         existing = t.existing
         if existing and mask[:existing].any():
             j = int(np.argmax(mask[:existing]))

@@ -107,7 +107,7 @@ class TypeTable:
         mask = self.columns[0] >= need[0]
         for k in range(1, need.shape[0]):
             mask &= self.columns[k] >= need[k]
-        return mask
+        return np.asarray(mask)
 
     def prices(self, requirements: Requirements) -> np.ndarray:
         """Cheapest allowed offering per type (infinity when none)."""

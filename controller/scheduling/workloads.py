@@ -38,9 +38,10 @@ def _count(doc: Mapping[str, Any]) -> int:
         value = 1
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise PodSpecError(f"spec.{field}: expected a non-negative integer, got {value!r}")
-    if kind == "Job" and isinstance(spec.get("completions"), int):
-        value = min(value, spec["completions"])
-    return value
+    completions = spec.get("completions")
+    if kind == "Job" and isinstance(completions, int):
+        value = min(value, completions)
+    return int(value)
 
 
 def _pod(doc: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def documents(path: str) -> list[tuple[str, Mapping[str, Any]]]:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as err:
         raise InputError(f"{path}: not valid YAML: {err}") from err
-    out = []
+    out: list[tuple[str, Mapping[str, Any]]] = []
     for i, doc in enumerate(docs, 1):
         if doc is None:
             continue
