@@ -1,0 +1,81 @@
+"""End to end: node termination through the finalizer (spec §7; issue 5)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from controller.apis import labels as L
+from controller.kube.errors import NotFoundError
+from controller.kube.resources import NODES, PODS, Kind
+from tests.e2e.controller.conftest import KarpyEnv, wait_for
+
+pytestmark = pytest.mark.e2e
+
+PDBS = Kind("poddisruptionbudgets", "policy/v1", "poddisruptionbudgets", True)
+
+
+def node_gone(karpy: KarpyEnv, name: str) -> bool:
+    try:
+        karpy.kube.get(NODES, name)
+    except NotFoundError:
+        return True
+    return False
+
+
+def one_node_with(karpy: KarpyEnv, app: str, replicas: int, **pod: object) -> str:
+    karpy.provisioner()
+    karpy.start()
+    karpy.deployment(app, replicas, cpu="500m", memory="256Mi", **pod)  # type: ignore[arg-type]
+    wait_for(lambda: len(karpy.running(app)) == replicas, 20, f"{replicas} {app} pods Running")
+    (node,) = karpy.nodes()
+    return str(node["metadata"]["name"])
+
+
+def test_kubectl_delete_node_evicts_pods_terminates_instance_and_removes_finalizer(karpy: KarpyEnv) -> None:
+    name = one_node_with(karpy, "web", 5)
+    provider_id = karpy.kube.get(NODES, name)["spec"]["providerID"]
+    old_pods = {p["metadata"]["name"] for p in karpy.running("web")}
+    karpy.cluster.kubectl("delete", "node", name, "--wait=false")
+    wait_for(lambda: node_gone(karpy, name), 30, f"node {name} to be deleted")
+    assert provider_id not in {i.provider_id for i in karpy.cloud.list()}
+    assert all(p["metadata"]["name"] not in old_pods for p in karpy.pods("web"))
+    assert karpy.events("Evicted")
+    # the evicted pods' replacements get a new node
+    wait_for(lambda: len(karpy.running("web")) == 5, 30, "replacement pods Running on a new node")
+    assert karpy.consistent() == ""
+
+
+def test_pdb_with_max_unavailable_zero_blocks_eviction_and_the_node_waits(karpy: KarpyEnv) -> None:
+    name = one_node_with(karpy, "guarded", 2)
+    karpy.apply(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "guarded", "namespace": karpy.namespace},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}},
+        }
+    )
+    time.sleep(2)  # let the disruption controller compute status
+    karpy.cluster.kubectl("delete", "node", name, "--wait=false")
+    wait_for(
+        lambda: [e for e in karpy.events("FailedDraining") if "PDB" in e["message"]], 20, "a FailedDraining PDB event"
+    )
+    time.sleep(3)
+    node = karpy.kube.get(NODES, name)
+    assert node["spec"].get("unschedulable") is True
+    assert len(karpy.running("guarded")) == 2 and karpy.cloud.list()
+    karpy.kube.delete(PDBS, "guarded", karpy.namespace)
+    wait_for(lambda: node_gone(karpy, name), 40, "the node to go once the PDB is removed")
+
+
+def test_do_not_evict_pod_is_waited_for(karpy: KarpyEnv) -> None:
+    name = one_node_with(karpy, "keep", 1, metadata={"annotations": {L.DO_NOT_EVICT: "true"}})
+    (pod,) = karpy.running("keep")
+    karpy.cluster.kubectl("delete", "node", name, "--wait=false")
+    time.sleep(4)
+    assert not node_gone(karpy, name)
+    assert karpy.kube.get(PODS, pod["metadata"]["name"], karpy.namespace)["metadata"].get("deletionTimestamp") is None
+    karpy.scale("keep", 0)  # the pod finishes on its own
+    wait_for(lambda: node_gone(karpy, name), 30, "the node to go once the do-not-evict pod is gone")
