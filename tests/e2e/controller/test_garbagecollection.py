@@ -1,0 +1,46 @@
+"""End to end: leaked instances are terminated, nodes without an instance are deleted (issue 5)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from controller.apis import labels as L
+from controller.cloudprovider.base import NodeRequest
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.kube.errors import NotFoundError
+from controller.kube.resources import NODES
+from controller.scheduling.requirements import Requirements
+from tests.e2e.controller.conftest import KarpyEnv, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_leaked_instance_terminated_after_30s_and_orphan_node_deleted(karpy: KarpyEnv) -> None:
+    karpy.provisioner()
+    karpy.start("replica-a", "--gc-interval-seconds", "1")
+    m5 = tuple(it for it in simulated_catalog() if it.name == "m5.large")
+    leaked = karpy.cloud.create(NodeRequest("default", Requirements(), m5))  # launched, but no Node was made
+    orphan = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"orphan-{karpy.namespace}", "labels": {L.PROVISIONER_NAME: "default"},
+                     "finalizers": [L.TERMINATION_FINALIZER]},
+        "spec": {"providerID": "simulated:///us-west-2a/i-00000000000000000"},
+    }  # fmt: skip
+    karpy.kube.create(NODES, orphan)
+    started = time.monotonic()
+
+    def orphan_gone() -> bool:
+        try:
+            karpy.kube.get(NODES, orphan["metadata"]["name"])  # type: ignore[index]
+        except NotFoundError:
+            return True
+        return False
+
+    wait_for(orphan_gone, 15, "the node without an instance to be deleted")
+    wait_for(
+        lambda: leaked.provider_id not in {i.provider_id for i in karpy.cloud.list()}, 45, "the leak to be collected"
+    )
+    assert time.monotonic() - started >= 25  # not before its 30 s of grace (measured from launch)
