@@ -1,0 +1,158 @@
+"""Spread, pod affinity and anti-affinity (`controller/scheduling/topology.py`, spec §5.7).
+
+Checked through `schedule()`, pod by pod. The small catalog offers every type on demand in
+test-zone-a/b/c; domains are tried in name order, so the first zone chosen is test-zone-a.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.apis.labels import CAPACITY_TYPE, HOSTNAME, ZONE
+from controller.scheduling.requirements import Requirements
+from controller.scheduling.topology import Group, filter_matches, short_key
+from controller.scheduling.types import LabelSelector, PodRequest
+from tests.controller.scheduling.builders import (
+    make_instance_type,
+    make_node,
+    make_pod,
+    make_provisioner,
+    node_of,
+    placements,
+    reason,
+    req,
+    run,
+    spread,
+    term,
+    zone_of,
+)
+
+WEB = {"app": "web"}
+
+
+def web(name: str, **kwargs: Any) -> PodRequest:
+    return make_pod(name, labels=WEB, **kwargs)
+
+
+def test_zonal_spread_fills_zones_in_turn() -> None:
+    pods = [web(f"w{i}", spread=[spread(ZONE, WEB)]) for i in range(4)]
+    result = run(pods)
+    assert [zone_of(result, f"w{i}") for i in range(4)] == ["test-zone-a", "test-zone-b", "test-zone-c", "test-zone-a"]
+    # the fourth pod joins the oldest node with the fewest pods, in zone a
+    assert node_of(result, "w3") == node_of(result, "w0")
+
+
+def test_existing_pods_count_towards_spread() -> None:
+    existing = make_node("n1", zone="test-zone-a", bound=[web("old", node_name="n1")])
+    result = run([web("w", spread=[spread(ZONE, WEB)])], nodes=[existing])
+    assert zone_of(result, "w") == "test-zone-b"
+
+
+def test_hostname_spread_puts_one_matching_pod_per_node() -> None:
+    pods = [web(f"w{i}", spread=[spread(HOSTNAME, WEB)]) for i in range(3)]
+    result = run(pods)
+    assert len({node_of(result, f"w{i}") for i in range(3)}) == 3
+
+
+def test_capacity_type_spread_uses_both_capacity_types() -> None:
+    types = [make_instance_type("m.large", price=0.10, spot_price=0.04)]
+    provisioner = make_provisioner(requirements=[req(CAPACITY_TYPE, "In", "spot", "on-demand")])
+    pods = [web(f"w{i}", spread=[spread(CAPACITY_TYPE, WEB)]) for i in range(2)]
+    result = run(pods, [provisioner], types)
+    assert sorted(n.launch.capacity_type for n in result.new_nodes if n.launch) == ["on-demand", "spot"]
+
+
+def test_min_domains_counts_missing_domains_as_empty() -> None:
+    provisioner = make_provisioner(requirements=[req(ZONE, "In", "test-zone-a")])
+    strict = spread(ZONE, WEB) | {"minDomains": 3}
+    result = run([web("w0", spread=[strict]), web("w1", spread=[strict])], [provisioner])
+    assert zone_of(result, "w0") == "test-zone-a"
+    assert reason(result, "w1") == "topology spread on zone: maxSkew 1 would be exceeded"
+    # without minDomains the single zone is the minimum, so both fit there
+    relaxed = run([web("w0", spread=[spread(ZONE, WEB)]), web("w1", spread=[spread(ZONE, WEB)])], [provisioner])
+    assert placements(relaxed).keys() == {"default/w0", "default/w1"}
+
+
+def test_schedule_anyway_is_relaxed_when_it_cannot_be_met() -> None:
+    provisioner = make_provisioner(requirements=[req(ZONE, "In", "test-zone-a")])
+    soft = spread(ZONE, WEB, when="ScheduleAnyway") | {"minDomains": 3}
+    result = run([web("w0", spread=[soft]), web("w1", spread=[soft])], [provisioner])
+    assert not result.unschedulable
+
+
+def test_pod_affinity_follows_the_target_zone() -> None:
+    db = make_pod("db", cpu="1", labels={"app": "db"}, node_selector={ZONE: "test-zone-b"})
+    client = make_pod("client", affinity=[term(ZONE, {"app": "db"})])
+    result = run([client, db])
+    assert zone_of(result, "client") == "test-zone-b"
+
+
+def test_pod_affinity_without_a_target_is_unschedulable() -> None:
+    result = run([make_pod("client", affinity=[term(ZONE, {"app": "db"})])])
+    assert reason(result, "client") == "pod affinity on zone: no zone allowed for the pod has a pod matching app=db"
+
+
+def test_self_affinity_on_hostname_packs_one_node() -> None:
+    cache = {"app": "cache"}
+    pods = [make_pod(f"c{i}", labels=cache, affinity=[term(HOSTNAME, cache)]) for i in range(3)]
+    result = run(pods)
+    assert len({node_of(result, f"c{i}") for i in range(3)}) == 1
+
+
+def test_anti_affinity_on_hostname_spreads_nodes() -> None:
+    solo = {"app": "solo"}
+    pods = [make_pod(f"s{i}", labels=solo, anti_affinity=[term(HOSTNAME, solo)]) for i in range(3)]
+    result = run(pods)
+    assert len({node_of(result, f"s{i}") for i in range(3)}) == 3
+
+
+def test_zonal_anti_affinity_blocks_every_zone_a_node_could_be_in() -> None:
+    x = {"app": "x"}
+    result = run([make_pod(f"x{i}", labels=x, anti_affinity=[term(ZONE, x)]) for i in range(2)])
+    node_of(result, "x0")
+    assert reason(result, "x1") == "pod anti-affinity on zone: every allowed zone already has a pod matching app=x"
+    pinned = [
+        make_pod(f"x{i}", labels=x, anti_affinity=[term(ZONE, x)], node_selector={ZONE: zone})
+        for i, zone in enumerate(("test-zone-a", "test-zone-b"))
+    ]
+    result = run(pinned)
+    assert (zone_of(result, "x0"), zone_of(result, "x1")) == ("test-zone-a", "test-zone-b")
+
+
+def test_bound_pods_with_anti_affinity_repel_new_pods() -> None:
+    guard = make_pod("guard", node_name="n1", anti_affinity=[term(HOSTNAME, WEB)])
+    existing = make_node("n1", bound=[guard])
+    result = run([web("w"), make_pod("other")], nodes=[existing])
+    assert node_of(result, "other") == "n1"
+    assert node_of(result, "w") != "n1"
+
+
+def test_unsatisfiable_preferred_anti_affinity_is_dropped() -> None:
+    x = {"app": "x"}
+    pods = [make_pod(f"x{i}", labels=x, preferred_anti_affinity=[(10, term(ZONE, x))]) for i in range(3)]
+    assert not run(pods).unschedulable
+
+
+def test_preferred_node_affinity_is_honoured_then_relaxed() -> None:
+    likes_b = make_pod("b", preferred=[(10, [req(ZONE, "In", "test-zone-b")])])
+    likes_mars = make_pod("m", preferred=[(10, [req(ZONE, "In", "mars")])])
+    result = run([likes_b, likes_mars])
+    assert zone_of(result, "b") == "test-zone-b"
+    assert "default/m" in placements(result)
+
+
+def test_required_terms_are_ored() -> None:
+    pod = make_pod("p", required=[[req(ZONE, "In", "mars")], [req(ZONE, "In", "test-zone-c")]])
+    assert zone_of(run([pod]), "p") == "test-zone-c"
+
+
+def test_group_helpers() -> None:
+    spec = ("spread", ZONE, frozenset({"ns"}), False, LabelSelector((("app", "web"),)), 1, None, (), False)
+    group = Group(0, spec, ["b", "a"], 0)
+    assert group.selects("ns", WEB) and not group.selects("other", WEB)
+    group.add("c")
+    assert group.domains() == ["a", "b", "c"] and group.counts["c"] == 1
+    assert short_key(ZONE) == "zone" and short_key("rack") == "rack"
+    node = Requirements.from_labels({ZONE: "a"})
+    assert filter_matches((), node)
+    assert not filter_matches((Requirements.from_labels({ZONE: "b"}),), node)
