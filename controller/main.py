@@ -124,9 +124,9 @@ def build(
             settings.gc_interval_seconds,
         ),
     ]
-    deprovisioning = _deprovisioning(state, kube, cloud, clock, provisioning)
+    deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning)
     if deprovisioning is not None:
-        jobs.append(Job(deprovisioning, 1.0))
+        jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
     elector = None
     if settings.leader_elect:
         elector = LeaderElector(
@@ -137,16 +137,28 @@ def build(
 
 
 def _deprovisioning(
-    state: ClusterState, kube: Kube, cloud: CloudProvider, clock: Clock, provisioning: ProvisioningController
+    settings: Settings,
+    state: ClusterState,
+    kube: Kube,
+    cloud: CloudProvider,
+    clock: Clock,
+    provisioning: ProvisioningController,
 ) -> Reconciler | None:
     try:
         from controller.deprovisioning.controller import DeprovisioningController
         from controller.deprovisioning.launcher import ProvisioningLauncher
+        from controller.deprovisioning.types import DeprovisioningSettings
     except ImportError as err:
         log.warning("deprovisioning is not available: %s", err)
         return None
+    deprov_settings = DeprovisioningSettings(
+        validation_wait_seconds=settings.validation_wait_seconds,
+        poll_period_seconds=settings.poll_period_seconds,
+        replacement_timeout_seconds=settings.replacement_timeout_seconds,
+        consolidated_reset_seconds=settings.consolidated_reset_seconds,
+    )
     controller: Reconciler = DeprovisioningController(
-        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock
+        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, deprov_settings
     )
     return controller
 
