@@ -52,13 +52,21 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _human(resource: str, value: int) -> str:
+    if resource == CPU:
+        return f"{value / 1000:g}"
+    if resource == MEMORY:
+        return f"{value / 2**30:.1f}Gi"
+    return format_resource(resource, value)
+
+
 def _usage(node: NewNode, resource: str) -> str:
     if node.launch is None:
         return "-"
     have = node.launch.instance_type.allocatable.get(resource, 0)
     used = node.requests.get(resource, 0)
     pct = f" ({100 * used / have:.0f}%)" if have else ""
-    return f"{format_resource(resource, used)}/{format_resource(resource, have)}{pct}"
+    return f"{_human(resource, used)}/{_human(resource, have)}{pct}"
 
 
 def to_table(result: SchedulingResult) -> str:

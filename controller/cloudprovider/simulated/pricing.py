@@ -8,7 +8,7 @@ rounded to 4 decimals, where
 - generation: 3 → 1.30, 4 → 1.15, 5 → 1.00, 6 → 1.00, 7 → 1.05;
 - processor: Intel 1.00, AMD (`a` after the generation) 0.90, Graviton arm64 (`g`) 0.80;
 - variant: local NVMe (`d`) × 1.13, enhanced networking (`n`) × 1.25;
-so m5.large = $0.0960, c5.large = $0.0850, r5.large = $0.1257, m5.xlarge = $0.1920.
+so m5.large = $0.0960, c5.large = $0.0850, r5.large = $0.1263, m5.xlarge = $0.1920.
 Spot $/hour = on-demand × d(family, zone), d = 0.28 + 0.30 × (crc32("family:zone") mod 1000) / 1000,
 so spot is 42–72 % cheaper, varies by zone and family, and is linear in size within a family.
 """

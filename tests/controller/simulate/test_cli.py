@@ -1,0 +1,215 @@
+"""`karpy simulate` end to end on the seed 004 provisioners, and `karpy catalog`.
+
+Runs `python -m controller.simulate.cli` in a subprocess, as a user would. The provisioners are
+seed 004's examples: the full reference `default` (weight 10, a taint, a startup taint, zones
+us-west-2a/b, 4–32 vCPU nitro c/m/r, spot or on-demand, kubelet settings, limits) without its
+`ttlSecondsAfterEmpty` — the webhook rejects it next to `consolidation.enabled` — plus `gpu`
+(p3.8xlarge/p3.16xlarge, tainted nvidia.com/gpu) and `cilium-startup` (a startup taint).
+
+Walk-through a reviewer can check by hand (queue = cpu, then memory, descending):
+1. trainer (8 cpu, 4 GPUs, tolerates the GPU taint) → new `gpu-1`, p3.8xlarge on-demand: the only
+   provisioner with GPUs, and the cheaper of its two types;
+2. web-0, web-1 (1 cpu, tolerate the default taint) → existing node ip-10-0-0-1 (3700m allocatable,
+   1 cpu used by cache-0, 100m reserved for the node-agent daemonset → 2600m free);
+3. web-2 → no room left there (600m) → new `default-1` (weight 10 comes first);
+4. batch-0, batch-1 (500m, select provisioner cilium-startup) → new `cilium-startup-1`;
+5. api-0 (500m, zone spread maxSkew 1) → the existing node in us-west-2a;
+6. api-1 → us-west-2a already has one api pod, so it joins default-1, which becomes us-west-2b;
+7. plain (250m, tolerates nothing) → not default (taint) nor gpu → the in-flight cilium-startup-1;
+8. wants-gpu (1 GPU, no toleration) → unschedulable: only gpu has GPUs, and its taint is not tolerated.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from tests.support.seeds import provisioner_documents
+
+REPO = Path(__file__).resolve().parents[3]
+SPECIAL = {"key": "example.com/special-taint", "operator": "Exists"}
+
+
+def karpy(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller.simulate.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def seed_provisioners() -> list[dict[str, Any]]:
+    docs = dict(provisioner_documents())
+    default = docs["004-block0-Provisioner-default"]
+    default["spec"].pop("ttlSecondsAfterEmpty")
+    return [default, docs["004-block9-Provisioner-gpu"], docs["004-block10-Provisioner-cilium-startup"]]
+
+
+def container(cpu: str, memory: str, gpus: int = 0) -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": memory}}
+    if gpus:
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}
+    return {"name": "main", "image": "busybox", "resources": resources}
+
+
+def workloads() -> list[dict[str, Any]]:
+    def deployment(name: str, replicas: int, pod_spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"replicas": replicas, "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}},
+        }
+
+    spread = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+              "labelSelector": {"matchLabels": {"app": "api"}}}  # fmt: skip
+    return [
+        deployment("web", 3, {"containers": [container("1", "2Gi")], "tolerations": [SPECIAL]}),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "ml"},
+         "spec": {"containers": [container("8", "32Gi", gpus=4)],
+                  "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "wants-gpu", "namespace": "ml"},
+         "spec": {"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch", "namespace": "jobs"},
+         "spec": {"parallelism": 2, "template": {"spec": {
+             "nodeSelector": {"karpenter.sh/provisioner-name": "cilium-startup"},
+             "containers": [container("500m", "512Mi")], "restartPolicy": "Never"}}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"},
+         "spec": {"containers": [container("250m", "256Mi")]}},
+        deployment("api", 2, {"containers": [container("500m", "512Mi")], "tolerations": [SPECIAL],
+                              "topologySpreadConstraints": [spread]}),
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "node-agent", "namespace": "kube-system"},
+         "spec": {"template": {"spec": {"containers": [container("100m", "128Mi")],
+                                        "tolerations": [{"operator": "Exists"}]}}}},
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "shop"},
+         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cache-0", "namespace": "shop"},
+         "spec": {"nodeName": "ip-10-0-0-1", "containers": [container("1", "2Gi")], "tolerations": [SPECIAL]}},
+    ]  # fmt: skip
+
+
+def existing_node() -> dict[str, Any]:
+    labels = {
+        "karpenter.sh/provisioner-name": "default",
+        "karpenter.sh/initialized": "true",
+        "karpenter.sh/capacity-type": "on-demand",
+        "node.kubernetes.io/instance-type": "m6g.xlarge",
+        "topology.kubernetes.io/zone": "us-west-2a",
+        "kubernetes.io/arch": "arm64",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/hostname": "ip-10-0-0-1",
+        "billing-team": "my-team",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "ip-10-0-0-1", "labels": labels, "creationTimestamp": "2023-05-01T00:00:00Z"},
+        "spec": {"taints": [{"key": "example.com/special-taint", "effect": "NoSchedule"}]},
+        "status": {"capacity": {"cpu": "4", "memory": "15155Mi", "pods": "8"},
+                   "allocatable": {"cpu": "3700m", "memory": "14Gi", "pods": "8"}},
+    }  # fmt: skip
+
+
+def files(tmp_path: Path) -> list[str]:
+    paths = {"provisioners": seed_provisioners(), "pods": workloads(), "nodes": [existing_node()]}
+    args = []
+    for name, docs in paths.items():
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump_all(docs))
+        args += [f"--{name}", str(tmp_path / f"{name}.yaml")]
+    return args
+
+
+def cheapest_spot_4_vcpu_in_zone_b() -> str:
+    """default-1's type by the rules: spot, us-west-2b, 4 vCPU (the pods need 1.5 cpu), nitro c/m/r."""
+    offers = []
+    for it in simulated_catalog():
+        labels = it.labels
+        if (
+            labels["karpenter.k8s.aws/instance-cpu"] != "4"
+            or labels.get("karpenter.k8s.aws/instance-hypervisor") != "nitro"
+        ):
+            continue
+        if labels["karpenter.k8s.aws/instance-category"] not in ("c", "m", "r"):
+            continue
+        offers += [(o.price, it.name) for o in it.offerings if o.zone == "us-west-2b" and o.capacity_type == "spot"]
+    return min(offers)[1]
+
+
+def test_simulate_on_the_seed_provisioners(tmp_path: Path) -> None:
+    run = karpy("simulate", *files(tmp_path), "--output", "json")
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    nodes = {n["name"]: n for n in out["nodes"]}
+    assert sorted(nodes) == ["cilium-startup-1", "default-1", "gpu-1"]
+
+    gpu = nodes["gpu-1"]
+    assert (gpu["provisioner"], gpu["instanceType"], gpu["capacityType"]) == ("gpu", "p3.8xlarge", "on-demand")
+    assert gpu["pods"] == ["ml/trainer"]
+    assert gpu["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+
+    default = nodes["default-1"]
+    assert default["pods"] == ["shop/web-2", "shop/api-1"]
+    assert (default["capacityType"], default["zone"]) == ("spot", "us-west-2b")
+    assert default["instanceType"] == cheapest_spot_4_vcpu_in_zone_b()
+    assert default["labels"]["billing-team"] == "my-team"
+    assert default["taints"] == [
+        {"key": "example.com/special-taint", "effect": "NoSchedule"},
+        {"key": "example.com/another-taint", "effect": "NoSchedule"},
+    ]
+    # the seed's kubeletConfiguration: maxPods 20, podsPerCore 2 → 8 pods; 300m cpu reserved
+    assert default["allocatable"]["pods"] == "8" and default["allocatable"]["cpu"] == "3700m"
+
+    cilium = nodes["cilium-startup-1"]
+    assert cilium["pods"] == ["jobs/batch-0", "jobs/batch-1", "default/plain"]
+    assert cilium["taints"] == [{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}]
+    assert cilium["capacityType"] == "on-demand" and cilium["labels"]["kubernetes.io/arch"] == "amd64"
+
+    assert out["existingNodes"] == [{"name": "ip-10-0-0-1", "pods": ["shop/web-0", "shop/web-1", "shop/api-0"]}]
+    assert out["unschedulable"] == [
+        {"pod": "ml/wants-gpu", "reason": "provisioner 'gpu' has taint nvidia.com/gpu=true:NoSchedule not tolerated"}
+    ]
+    assert out["totalPricePerHour"] == round(sum(n["pricePerHour"] for n in out["nodes"]), 4)
+
+
+def test_table_output(tmp_path: Path) -> None:
+    run = karpy("simulate", *files(tmp_path), "--output", "table")
+    assert run.returncode == 0, run.stderr
+    assert "gpu-1" in run.stdout and "p3.8xlarge" in run.stdout
+    assert "ml/wants-gpu" in run.stdout
+
+
+def test_invalid_inputs_exit_2_with_a_message(tmp_path: Path) -> None:
+    bad = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "bad"},
+           "spec": {"weight": 1000}}  # fmt: skip
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(bad))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}}))
+    run = karpy("simulate", "--provisioners", str(tmp_path / "p.yaml"), "--pods", str(tmp_path / "pods.yaml"))
+    assert run.returncode == 2
+    assert "document 1 (Provisioner bad)" in run.stderr and "spec.weight" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_catalog_json_is_what_simulate_reads(tmp_path: Path) -> None:
+    run = karpy("catalog", "--output", "json")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert len(doc["instanceTypes"]) >= 400
+    small = {"instanceTypes": [e for e in doc["instanceTypes"] if e["name"] == "c5.large"]}
+    (tmp_path / "catalog.json").write_text(json.dumps(small))
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(seed_provisioners()[2]))
+    pods = [{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [container("1", "1Gi")]}}]
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(pods))
+    sim = karpy("simulate", "--provisioners", str(tmp_path / "p.yaml"), "--pods", str(tmp_path / "pods.yaml"),
+                "--catalog", str(tmp_path / "catalog.json"), "--output", "json")  # fmt: skip
+    assert sim.returncode == 0, sim.stderr
+    assert json.loads(sim.stdout)["nodes"][0]["instanceType"] == "c5.large"
+    assert karpy("catalog", "--provider", "aws").returncode == 2
