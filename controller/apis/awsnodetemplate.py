@@ -47,6 +47,8 @@ class AWSNodeTemplate:
     block_device_mappings: tuple[dict[str, Any], ...] = ()
     context: str | None = None
     detailed_monitoring: bool = False
+    status_subnets: tuple[dict[str, str], ...] = ()
+    status_security_groups: tuple[dict[str, str], ...] = ()
 
     @staticmethod
     def from_wire(obj: Mapping[str, Any]) -> AWSNodeTemplate:
@@ -65,7 +67,37 @@ class AWSNodeTemplate:
             block_device_mappings=tuple(spec.get("blockDeviceMappings") or ()),
             context=spec.get("context"),
             detailed_monitoring=bool(spec.get("detailedMonitoring", False)),
+            status_subnets=tuple(dict(x) for x in (obj.get("status") or {}).get("subnets") or ()),
+            status_security_groups=tuple(dict(x) for x in (obj.get("status") or {}).get("securityGroups") or ()),
         )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The document in its wire format (what `from_wire` reads back)."""
+        spec: dict[str, Any] = {
+            "subnetSelector": self.subnet_selector,
+            "securityGroupSelector": self.security_group_selector or None,
+            "amiFamily": self.ami_family,
+            "amiSelector": self.ami_selector or None,
+            "instanceProfile": self.instance_profile,
+            "tags": self.tags or None,
+            "launchTemplate": self.launch_template,
+            "userData": self.user_data,
+            "metadataOptions": self.metadata_options,
+            "blockDeviceMappings": list(self.block_device_mappings) or None,
+            "context": self.context,
+            "detailedMonitoring": self.detailed_monitoring or None,
+        }
+        doc: dict[str, Any] = {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": self.name},
+            "spec": {k: v for k, v in spec.items() if v is not None},
+        }
+        status = {"subnets": list(self.status_subnets), "securityGroups": list(self.status_security_groups)}
+        status = {k: v for k, v in status.items() if v}
+        if status:
+            doc["status"] = status
+        return doc
 
 
 def _selector_errors(selector: dict[str, str], path: str, id_pattern: re.Pattern[str], what: str) -> list[FieldError]:

@@ -75,6 +75,84 @@ class KubeletConfiguration:
             cpu_cfs_quota=obj.get("cpuCFSQuota"),
         )
 
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {
+            "clusterDNS": list(self.cluster_dns),
+            "containerRuntime": self.container_runtime,
+            "maxPods": self.max_pods,
+            "podsPerCore": self.pods_per_core,
+            "systemReserved": self.system_reserved,
+            "kubeReserved": self.kube_reserved,
+            "evictionHard": self.eviction_hard,
+            "evictionSoft": self.eviction_soft,
+            "evictionSoftGracePeriod": self.eviction_soft_grace_period,
+            "evictionMaxPodGracePeriod": self.eviction_max_pod_grace_period,
+            "imageGCHighThresholdPercent": self.image_gc_high_threshold_percent,
+            "imageGCLowThresholdPercent": self.image_gc_low_threshold_percent,
+            "cpuCFSQuota": self.cpu_cfs_quota,
+        }
+        return {k: v for k, v in wire.items() if v not in (None, [], {})}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A knative-style status condition."""
+
+    type: str
+    status: str
+    severity: str = ""
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str = ""
+
+    def to_wire(self) -> dict[str, str]:
+        wire = {
+            "type": self.type,
+            "status": self.status,
+            "severity": self.severity,
+            "reason": self.reason,
+            "message": self.message,
+            "lastTransitionTime": self.last_transition_time,
+        }
+        return {k: v for k, v in wire.items() if v}
+
+
+@dataclass(frozen=True)
+class ProvisionerStatus:
+    """What karpy reports: the summed capacity of the provisioner's nodes (`resources`)."""
+
+    resources: dict[str, str] = field(default_factory=dict)
+    conditions: tuple[Condition, ...] = ()
+    last_scale_time: str | None = None
+
+    @staticmethod
+    def from_wire(obj: Mapping[str, Any]) -> ProvisionerStatus:
+        return ProvisionerStatus(
+            resources={k: str(v) for k, v in (obj.get("resources") or {}).items()},
+            conditions=tuple(
+                Condition(
+                    type=c["type"],
+                    status=c["status"],
+                    severity=c.get("severity", ""),
+                    reason=c.get("reason", ""),
+                    message=c.get("message", ""),
+                    last_transition_time=c.get("lastTransitionTime", ""),
+                )
+                for c in obj.get("conditions") or []
+            ),
+            last_scale_time=obj.get("lastScaleTime"),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {}
+        if self.resources:
+            wire["resources"] = dict(self.resources)
+        if self.conditions:
+            wire["conditions"] = [c.to_wire() for c in self.conditions]
+        if self.last_scale_time:
+            wire["lastScaleTime"] = self.last_scale_time
+        return wire
+
 
 @dataclass(frozen=True)
 class Provisioner:
@@ -92,15 +170,19 @@ class Provisioner:
     ttl_seconds_until_expired: int | None = None
     weight: int | None = None
     consolidation_enabled: bool = False
-    provider_ref_name: str | None = None
+    provider_ref: dict[str, str] | None = None
     provider: dict[str, Any] | None = None
-    status_resources: dict[str, str] = field(default_factory=dict)
+    status: ProvisionerStatus = field(default_factory=ProvisionerStatus)
     uid: str = ""
     resource_version: str = ""
 
+    @property
+    def provider_ref_name(self) -> str | None:
+        return self.provider_ref.get("name") if self.provider_ref else None
+
     @staticmethod
     def from_wire(obj: Mapping[str, Any]) -> Provisioner:
-        """From a schema-checked document (`ProvisionerSchema().load()` result or raw equivalent)."""
+        """From a schema-checked document (`schemas.PROVISIONER.load()` result or raw equivalent)."""
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
@@ -122,11 +204,42 @@ class Provisioner:
             ttl_seconds_until_expired=spec.get("ttlSecondsUntilExpired"),
             weight=spec.get("weight"),
             consolidation_enabled=bool((spec.get("consolidation") or {}).get("enabled", False)),
-            provider_ref_name=(spec.get("providerRef") or {}).get("name"),
+            provider_ref=dict(spec["providerRef"]) if spec.get("providerRef") is not None else None,
             provider=spec.get("provider"),
-            status_resources={k: str(v) for k, v in (status.get("resources") or {}).items()}
-            if isinstance(status, Mapping)
-            else {},
+            status=ProvisionerStatus.from_wire(status) if isinstance(status, Mapping) else ProvisionerStatus(),
             uid=str(meta.get("uid") or ""),
             resource_version=str(meta.get("resourceVersion") or ""),
         )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The document in Karpenter's wire format (what `from_wire` reads back)."""
+        spec: dict[str, Any] = {
+            "labels": self.labels,
+            "annotations": self.annotations,
+            "taints": [t.to_wire() for t in self.taints],
+            "startupTaints": [t.to_wire() for t in self.startup_taints],
+            "requirements": [dict(r) for r in self.requirements],
+            "kubeletConfiguration": self.kubelet.to_wire() if self.kubelet is not None else None,
+            "limits": {"resources": self.limits} if self.limits else None,
+            "ttlSecondsAfterEmpty": self.ttl_seconds_after_empty,
+            "ttlSecondsUntilExpired": self.ttl_seconds_until_expired,
+            "weight": self.weight,
+            "consolidation": {"enabled": True} if self.consolidation_enabled else None,
+            "providerRef": self.provider_ref,
+            "provider": self.provider,
+        }
+        meta: dict[str, Any] = {"name": self.name}
+        if self.uid:
+            meta["uid"] = self.uid
+        if self.resource_version:
+            meta["resourceVersion"] = self.resource_version
+        doc: dict[str, Any] = {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": meta,
+            "spec": {k: v for k, v in spec.items() if v not in (None, [], {})},
+        }
+        status = self.status.to_wire()
+        if status:
+            doc["status"] = status
+        return doc

@@ -199,12 +199,27 @@ class ProvisionerSpecSchema(_Base):
     consolidation = fields.Nested(ConsolidationSchema)
 
 
+class ConditionSchema(_Base):
+    type = StrictString(required=True)
+    status = StrictString(required=True)
+    severity = StrictString()
+    reason = StrictString()
+    message = StrictString()
+    lastTransitionTime = StrictString()
+
+
+class ProvisionerStatusSchema(_Base):
+    resources = _quantity_map()
+    conditions = fields.List(fields.Nested(ConditionSchema))
+    lastScaleTime = StrictString(allow_none=True)
+
+
 class ProvisionerSchema(_Base):
     apiVersion = StrictString()
     kind = StrictString()
     metadata = fields.Nested(MetadataSchema, required=True)
     spec = fields.Nested(ProvisionerSpecSchema, load_default=dict)
-    status = fields.Dict()
+    status = fields.Nested(ProvisionerStatusSchema)
 
 
 class MetadataOptionsSchema(_Base):
@@ -252,12 +267,26 @@ class AWSNodeTemplateSpecSchema(AWSProviderSchema):
     detailedMonitoring = StrictBoolean()
 
 
+class SubnetStatusSchema(_Base):
+    id = StrictString(required=True)
+    zone = StrictString()
+
+
+class SecurityGroupStatusSchema(_Base):
+    id = StrictString(required=True)
+
+
+class AWSNodeTemplateStatusSchema(_Base):
+    subnets = fields.List(fields.Nested(SubnetStatusSchema))
+    securityGroups = fields.List(fields.Nested(SecurityGroupStatusSchema))
+
+
 class AWSNodeTemplateSchema(_Base):
     apiVersion = StrictString()
     kind = StrictString()
     metadata = fields.Nested(MetadataSchema, required=True)
     spec = fields.Nested(AWSNodeTemplateSpecSchema, load_default=dict)
-    status = fields.Dict()
+    status = fields.Nested(AWSNodeTemplateStatusSchema)
 
 
 # Built once: a schema instance is reusable and thread-safe for load(), and building one is costly.
