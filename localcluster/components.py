@@ -20,11 +20,34 @@ NODE_IP = "10.240.0.1"  # every kwok node reports this InternalIP
 
 # What the tests and karpy need from kube-controller-manager: workloads make pods, namespaces and
 # garbage get cleaned up, ServiceAccounts exist (so the ServiceAccount admission plugin stays on),
-# and node-lifecycle lifts the not-ready taint once kwok reports a node Ready.
-KCM_CONTROLLERS = (
-    "deployment,replicaset,daemonset,statefulset,job,cronjob,garbagecollector,namespace,"
-    "serviceaccount,serviceaccount-token,root-ca-cert-publisher,nodelifecycle,podgc,disruption,"
-    "endpoint,endpointslice,ttl-after-finished,resourcequota"
+# node-lifecycle lifts the not-ready taint once kwok reports a node Ready and taint-eviction
+# evicts from NoExecute-tainted nodes. Canonical names (1.28+).
+KCM_CONTROLLERS = ",".join(
+    f"{name}-controller"
+    for name in (
+        "deployment",
+        "replicaset",
+        "daemonset",
+        "statefulset",
+        "job",
+        "cronjob",
+        "ttl-after-finished",
+        "garbage-collector",
+        "namespace",
+        "serviceaccount",
+        "serviceaccount-token",
+        "root-ca-certificate-publisher",
+        "clusterrole-aggregation",
+        "node-lifecycle",
+        "taint-eviction",
+        "pod-garbage-collector",
+        "disruption",
+        "endpoints",
+        "endpointslice",
+        "resourcequota",
+        "persistentvolume-binder",
+        "persistentvolumeclaim-protection",
+    )
 )
 
 
