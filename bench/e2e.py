@@ -1,0 +1,190 @@
+"""End-to-end provisioning benchmark on the local control plane (`python -m bench.e2e`).
+
+Modelled on Karpenter's kwok performance suite: 1,000 pods of 2 Deployments (500 × 500m/1Gi and
+500 × 1 CPU/2Gi) against a real kube-apiserver, kube-scheduler, kube-controller-manager and
+kwok, with `karpy controller` on the simulated cloud. Prints: time from creation to all pods
+Running, CPU and memory packing (pod requests over the allocatable of karpy's nodes), node
+count and cost, and the controller's peak memory (VmHWM) and CPU time.
+Targets: < 60 s, >= 0.70 CPU / >= 0.75 memory packing, < 200 MB (Karpenter: 2 min, 0.53 / 0.65,
+260 MB). `--kubeconfig` reuses a running cluster; otherwise one is started and stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from controller.apis import labels as L
+from controller.kube.client import KubeClient
+from controller.kube.errors import KubeError
+from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
+from controller.scheduling.pods import pod_requests
+from controller.scheduling.resources import parse_resources
+from localcluster import LocalCluster, procs
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOYMENTS = Kind("deployments", "apps/v1", "deployments", True)
+NAMESPACE = "default"
+WORKLOADS = (("bench-small", 500, "500m", "1Gi"), ("bench-large", 500, "1", "2Gi"))
+TARGETS = {"seconds": 60.0, "cpu_packing": 0.70, "memory_packing": 0.75, "peak_mb": 200.0}
+
+
+def deployment(name: str, replicas: int, cpu: str, memory: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+                    ],
+                },
+            },
+        },
+    }
+
+
+def proc_stats(pid: int) -> tuple[float, float]:
+    """(peak resident MB, CPU seconds) of a process, from /proc."""
+    peak_kb = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            peak_kb = int(line.split()[1])
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return peak_kb / 1024, cpu
+
+
+def packing(kube: KubeClient, names: set[str]) -> dict[str, float]:
+    nodes = [n for n in kube.list(NODES).items if L.PROVISIONER_NAME in n["metadata"].get("labels", {})]
+    alloc = {"cpu": 0, "memory": 0}
+    for node in nodes:
+        parsed = parse_resources(node["status"].get("allocatable", {}))
+        for r in alloc:
+            alloc[r] += parsed.get(r, 0)
+    node_names = {n["metadata"]["name"] for n in nodes}
+    used = {"cpu": 0, "memory": 0}
+    for pod in kube.list(PODS).items:
+        if pod["spec"].get("nodeName") in node_names and pod["metadata"].get("labels", {}).get("app") in names:
+            req = pod_requests(pod["spec"])
+            for r in used:
+                used[r] += req.get(r, 0)
+    return {
+        "nodes": float(len(nodes)),
+        "cpu_packing": used["cpu"] / alloc["cpu"] if alloc["cpu"] else 0.0,
+        "memory_packing": used["memory"] / alloc["memory"] if alloc["memory"] else 0.0,
+    }
+
+
+def run(cluster: LocalCluster, work: Path) -> dict[str, Any]:
+    kube = KubeClient(str(cluster.kubeconfig))
+    port = procs.free_port()
+    argv = [
+        sys.executable, "-m", "controller.cli", "controller", "--kubeconfig", str(cluster.kubeconfig),
+        "--simulated-db", str(work / "cloud.db"), "--cluster-name", "bench", "--leader-election-name", "karpy-bench",
+        "--http-host", "127.0.0.1", "--http-port", str(port), "--log-format", "text",
+    ]  # fmt: skip
+    ctrl = procs.start("controller", argv, work, die_with_parent=True, cwd=REPO)
+    names = {w[0] for w in WORKLOADS}
+    try:
+        url = f"http://127.0.0.1:{port}/api/v1/status"
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    status = json.loads(resp.read())
+            except OSError:
+                return False
+            return bool(status.get("synced") and status.get("leader"))
+
+        procs.wait_until("karpy controller ready", ready, 60, [ctrl])
+        prov = {
+            "apiVersion": "karpenter.sh/v1alpha5",
+            "kind": "Provisioner",
+            "metadata": {"name": "default"},
+            "spec": {},
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(prov))
+        started = time.monotonic()
+        for name, replicas, cpu, memory in WORKLOADS:
+            kube.create(DEPLOYMENTS, deployment(name, replicas, cpu, memory), NAMESPACE)
+        total = sum(w[1] for w in WORKLOADS)
+        running = 0
+        while time.monotonic() - started < 300:
+            pods = [p for p in kube.list(PODS).items if p["metadata"].get("labels", {}).get("app") in names]
+            running = sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
+            if running >= total:
+                break
+            time.sleep(0.5)
+        elapsed = time.monotonic() - started
+        peak_mb, cpu_seconds = proc_stats(ctrl.pid)
+        result: dict[str, Any] = {"pods": total, "running": running, "seconds": round(elapsed, 1)}
+        result.update({k: round(v, 3) for k, v in packing(kube, names).items()})
+        result.update(peak_mb=round(peak_mb, 1), controller_cpu_seconds=round(cpu_seconds, 1))
+        return result
+    finally:
+        for name in names:
+            with contextlib.suppress(KubeError):
+                kube.delete(DEPLOYMENTS, name, NAMESPACE)
+        with contextlib.suppress(KubeError):
+            kube.delete(PROVISIONERS, "default")
+        procs.stop(ctrl)
+        for node in kube.list(NODES).items:
+            if L.PROVISIONER_NAME in node["metadata"].get("labels", {}):
+                name = node["metadata"]["name"]
+                try:
+                    kube.patch(NODES, name, {"metadata": {"finalizers": None}})
+                    kube.delete(NODES, name)
+                except KubeError:
+                    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e", description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", help="cluster directory of a running `karpy cluster up` to reuse")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="karpy-bench-") as tmp:
+        work = Path(tmp)
+        if args.dir:
+            result = run(LocalCluster(Path(args.dir)), work)
+        else:
+            cluster = LocalCluster(work / "cluster")
+            cluster.up(timeout=180)
+            try:
+                result = run(cluster, work)
+            finally:
+                cluster.down()
+    ok = (
+        result["running"] == result["pods"]
+        and result["seconds"] < TARGETS["seconds"]
+        and result["cpu_packing"] >= TARGETS["cpu_packing"]
+        and result["memory_packing"] >= TARGETS["memory_packing"]
+        and result["peak_mb"] < TARGETS["peak_mb"]
+    )
+    print(
+        f"e2e provisioning: {result['running']}/{result['pods']} pods Running in {result['seconds']}s "
+        f"(target < {TARGETS['seconds']:.0f}s) on {int(result['nodes'])} nodes; "
+        f"packing cpu {result['cpu_packing']:.2f} "
+        f"(>= {TARGETS['cpu_packing']}), memory {result['memory_packing']:.2f} (>= {TARGETS['memory_packing']}); "
+        f"controller peak {result['peak_mb']} MB (< {TARGETS['peak_mb']:.0f}), cpu {result['controller_cpu_seconds']}s"
+    )
+    print(json.dumps(result))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
