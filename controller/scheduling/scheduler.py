@@ -23,11 +23,14 @@ The machinery lives in `solver.py`; reasons in `reasons.py`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from controller.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
 from controller.scheduling.reasons import explain
-from controller.scheduling.requirements import Requirement
+from controller.scheduling.requirements import Requirement, Requirements
 from controller.scheduling.solver import Solver
 from controller.scheduling.types import (
+    InstanceType,
     Launch,
     NewNode,
     SchedulingInput,
@@ -48,6 +51,9 @@ def _result(solver: Solver) -> SchedulingResult:
     new_nodes = []
     existing: dict[str, tuple[str, ...]] = {}
     limit = solver.inp.settings.max_instance_types
+    # nodes with the same class and options launch the same way: compute that once
+    launches: dict[tuple[int, bytes], tuple[tuple[InstanceType, ...], Launch | None, Requirements]] = {}
+    labels_of: dict[int, dict[str, str]] = {}
     for j in range(table.n):
         if not table.pods[j]:
             continue
@@ -56,26 +62,21 @@ def _result(solver: Solver) -> SchedulingResult:
             continue
         cls = table.classes[int(table.cls[j])]
         i = cls.provisioner
-        types = solver.tables[i]
         options = table.options[j]
         assert options is not None
-        order = types.ordered(options, cls.requirements, limit)
-        chosen = types.launch(order, cls.requirements)
-        launch = None
-        if chosen is not None:
-            index, zone, capacity_type, price = chosen
-            launch = Launch(types.types[index], zone, capacity_type, price)
-        option_types = tuple(types.types[k] for k in order)
+        key = (cls.id, options.tobytes())
+        if key not in launches:
+            launches[key] = _launch(solver, cls.provisioner, cls.requirements, options, limit)
+        option_types, launch, requirements = launches[key]
         provisioner = solver.provisioners[i]
-        requirements = cls.requirements.copy()
-        requirements.add(Requirement(INSTANCE_TYPE, False, frozenset(it.name for it in option_types)))
-        labels = {**provisioner.labels, **cls.requirements.labels(), PROVISIONER_NAME: provisioner.name}
+        if cls.id not in labels_of:
+            labels_of[cls.id] = {**provisioner.labels, **cls.requirements.labels(), PROVISIONER_NAME: provisioner.name}
         new_nodes.append(
             NewNode(
                 name=table.names[j],
                 provisioner=provisioner.name,
-                requirements=requirements,
-                labels=labels,
+                requirements=requirements.copy(),
+                labels=dict(labels_of[cls.id]),
                 taints=provisioner.taints,
                 startup_taints=provisioner.startup_taints,
                 instance_type_options=option_types,
@@ -91,6 +92,23 @@ def _result(solver: Solver) -> SchedulingResult:
     for ps in solver.failed:
         unschedulable[ps.key] = explain(solver, ps)
     return SchedulingResult(tuple(new_nodes), existing, unschedulable)
+
+
+def _launch(
+    solver: Solver, provisioner: int, requirements: Requirements, options: np.ndarray, limit: int
+) -> tuple[tuple[InstanceType, ...], Launch | None, Requirements]:
+    """The options (cheapest first, capped), the launch they lead to, and the node's requirements."""
+    types = solver.tables[provisioner]
+    order = types.ordered(options, requirements, limit)
+    chosen = types.launch(order, requirements)
+    launch = None
+    if chosen is not None:
+        index, zone, capacity_type, price = chosen
+        launch = Launch(types.types[index], zone, capacity_type, price)
+    option_types = tuple(types.types[k] for k in order)
+    node_requirements = requirements.copy()
+    node_requirements.add(Requirement(INSTANCE_TYPE, False, frozenset(it.name for it in option_types)))
+    return option_types, launch, node_requirements
 
 
 def node_labels(node: NewNode) -> dict[str, str]:

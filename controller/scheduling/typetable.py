@@ -23,6 +23,12 @@ EXOTIC_RESOURCES = ("aws.amazon.com/neuron", "amd.com/gpu", "nvidia.com/gpu", "h
 _TYPE_KEYS = frozenset(INSTANCE_TYPE_KEYS) - {ZONE, CAPACITY_TYPE}
 
 
+def _exotic(it: InstanceType) -> bool:
+    """Metal sizes and accelerators: launched only when nothing else fits (spec §5.9)."""
+    size = it.requirements.get(INSTANCE_SIZE)
+    return (size is not None and size.has("metal")) or any(it.capacity.get(r, 0) for r in EXOTIC_RESOURCES)
+
+
 class TypeTable:
     """Instance types of one provisioner (kubelet settings applied) over a fixed resource order."""
 
@@ -40,9 +46,7 @@ class TypeTable:
                 self.alloc[i] = [allocatable.get(r, 0) for r in resources]
             self.capacity[i] = [it.capacity.get(r, 0) for r in resources]
         self.columns = np.ascontiguousarray(self.alloc.T)  # one row per resource, for fast fit checks
-        self.exotic = np.array(
-            [it.labels.get(INSTANCE_SIZE) == "metal" or any(it.capacity.get(r, 0) for r in EXOTIC_RESOURCES)
-             for it in self.types], dtype=bool)  # fmt: skip
+        self.exotic = np.array([_exotic(it) for it in self.types], dtype=bool)
         zones: dict[str, int] = {}
         cts: dict[str, int] = {}
         rows = [(i, o) for i, it in enumerate(self.types) for o in it.offerings if o.available]
