@@ -8,7 +8,8 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    triggers the batcher; when its window closes, a fresh snapshot is scheduled with
    `controller.scheduling.scheduler.schedule()`.
 3. Each new node is launched (`launcher.Launcher`); its pods are bound to it (Binding
-   subresource) unless `bind_pods` is off, in which case kube-scheduler binds them. Pods the
+   subresource) while the node is held cordoned, then it is released (`nodes.BINDING_HOLD`);
+   with `bind_pods` off, kube-scheduler binds them instead. Pods the
    scheduler placed on existing karpy nodes are bound there too.
 4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
    decision record, and stay pending: they are retried in the next window.
@@ -28,11 +29,13 @@ from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, UNSCHEDULABLE
 from controller.events import EventRecorder
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
+from controller.kube.resources import NODES
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.decide import Candidates, candidates, scheduling_input
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
+from controller.provisioning.nodes import BINDING_HOLD, BINDING_HOLD_SECONDS, release_patch
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingResult, SchedulingSettings
 from controller.state.cluster import ClusterState
@@ -92,6 +95,7 @@ class ProvisioningController:
         snap = self.state.snapshot()
         if not snap.synced:
             return None
+        self._release_stale(snap)
         self._trigger(candidates(snap), snap.now)
         if not self.batcher.ready():
             return None
@@ -148,7 +152,10 @@ class ProvisioningController:
                 continue
             pod_keys = tuple(p.key for p in node.pods)
             try:
-                launched = self.launcher.launch(node, view.spec, usage.setdefault(node.provisioner, {}), owner=view.obj)
+                launched = self.launcher.launch(
+                    node, view.spec, usage.setdefault(node.provisioner, {}), owner=view.obj,
+                    hold_for_binding=self.settings.bind_pods,
+                )  # fmt: skip
             except LaunchError as err:
                 log.warning("%s", err)
                 for key in pod_keys:
@@ -172,6 +179,7 @@ class ProvisioningController:
                 nominated_events += 1
             if self.settings.bind_pods:
                 outcome.bound += self._bind(to_bind, launched.node_name)
+                self._release(launched.node_name)
 
     def _bind_existing(
         self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: Outcome
@@ -183,6 +191,21 @@ class ProvisioningController:
             self.state.nominate([node_name], snap.now + self.settings.nomination_seconds)
             if self.settings.bind_pods and node.owned:
                 outcome.bound += self._bind([pending[k] for k in pod_keys if k in pending], node_name)
+
+    def _release(self, node: str) -> None:
+        try:
+            self.kube.patch(NODES, node, release_patch())
+        except NotFoundError:
+            pass
+        except (KubeError, OSError) as err:  # released later by _release_stale
+            log.warning("uncordoning node %s after binding: %s", node, err)
+
+    def _release_stale(self, snap: Snapshot) -> None:
+        """Release binding holds a killed controller left behind."""
+        for node in snap.nodes.values():
+            held = BINDING_HOLD in node.annotations and not node.deleting and not node.in_flight
+            if held and snap.now - node.created > BINDING_HOLD_SECONDS:
+                self._release(node.name)
 
     def _bind(self, pods: Iterable[PodView], node: str) -> list[str]:
         def one(pod: PodView) -> str | None:

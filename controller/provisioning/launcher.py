@@ -9,7 +9,9 @@ for deletion, which `launch` updates), `cloudprovider.create`, check the limits 
 instance's real capacity, create the Node (an "AlreadyExists" answer is fine), record it in
 cluster state as in-flight and nominate it. If anything after `create` fails, the instance is
 terminated again: a failed launch leaves nothing behind (a crash in between is what garbage
-collection is for). Errors: `LaunchError` (with the cause), never a half-made node.
+collection is for). With `hold_for_binding`, the Node is created cordoned (see `nodes.py`) so
+kube-scheduler cannot put other pods on it while provisioning binds the pods it was made for.
+Errors: `LaunchError` (with the cause), never a half-made node.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class Launcher:
         reason: str = "provisioning",
         owner: Mapping[str, Any] | None = None,
         controller: str = "provisioning",
+        hold_for_binding: bool = False,
     ) -> LaunchResult:
         if provisioner.limits:
             smallest = _smallest_capacity(node, provisioner.limits)
@@ -77,7 +80,7 @@ class Launcher:
             why = limit_exceeded(provisioner.limits, usage, instance.capacity) if provisioner.limits else ""
             if why:
                 raise LaunchError(f"launching node, {why}")
-            obj = node_object(node, instance, provisioner.annotations, owner)
+            obj = node_object(node, instance, provisioner.annotations, owner, hold_for_binding)
             try:
                 created = self.kube.create(NODES, obj)
             except AlreadyExistsError:

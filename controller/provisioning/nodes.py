@@ -7,6 +7,12 @@ cloud the kwok label) — cloud-provider keys win. Annotations: the provisioner'
 instance's. Taints: taints + startup taints. Finalizer `karpenter.sh/termination`;
 `spec.providerID`; an ownerReference to the Provisioner (so deleting it cascades); status
 capacity and allocatable as the instance reports them (kwok keeps them).
+
+`hold_for_binding`: the node is created cordoned with the `BINDING_HOLD` annotation, so that
+kube-scheduler places nothing on it while karpy binds the pods it computed the node for (binding
+ignores cordons; two binders racing for one node would overcommit it). `release_patch()`
+uncordons it afterwards; provisioning also releases any held node older than
+`BINDING_HOLD_SECONDS` (a controller killed between launch and release).
 """
 
 from __future__ import annotations
@@ -19,6 +25,14 @@ from controller.cloudprovider.base import Instance
 from controller.scheduling.resources import format_resources
 from controller.scheduling.taints import taint_to_wire
 from controller.scheduling.types import NewNode
+
+BINDING_HOLD = "karpy.sh/binding-hold"
+BINDING_HOLD_SECONDS = 30.0
+
+
+def release_patch() -> dict[str, Any]:
+    """The merge patch that ends a binding hold."""
+    return {"spec": {"unschedulable": None}, "metadata": {"annotations": {BINDING_HOLD: None}}}
 
 
 def node_labels(node: NewNode, instance: Instance) -> dict[str, str]:
@@ -33,6 +47,7 @@ def node_object(
     instance: Instance,
     annotations: Mapping[str, str] | None = None,
     owner: Mapping[str, Any] | None = None,
+    hold_for_binding: bool = False,
 ) -> dict[str, Any]:
     """`owner` is the Provisioner object (for the ownerReference), when known."""
     meta: dict[str, Any] = {
@@ -56,6 +71,9 @@ def node_object(
     spec: dict[str, Any] = {"providerID": instance.provider_id}
     if taints:
         spec["taints"] = taints
+    if hold_for_binding:
+        spec["unschedulable"] = True
+        meta["annotations"][BINDING_HOLD] = "true"
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -17,7 +17,7 @@ from controller.provisioning.controller import ProvisioningController, Provision
 from controller.state.cluster import ClusterState
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_pod, make_provisioner
+from tests.fakes.objects import make_node, make_pod, make_provisioner
 
 TYPES = tuple(it for it in simulated_catalog() if it.name in {"m5.large", "m5.xlarge", "m5.2xlarge", "c5.large"})
 
@@ -133,3 +133,30 @@ def test_pods_not_considered(kind: str) -> None:
     env.kube.put(PODS, pod)
     env.run_batch()
     assert env.cloud.create_calls == []
+
+
+def test_node_is_held_cordoned_while_binding_then_released() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.run_batch()
+    (node,) = env.kube.items(NODES)
+    created = [c for c in env.kube.calls if c[0] == "create" and c[1][0] == "nodes"]
+    assert created
+    assert "unschedulable" not in node["spec"] and "karpy.sh/binding-hold" not in node["metadata"]["annotations"]
+    patches = [c[1][3] for c in env.kube.calls if c[0] == "patch" and c[1][0] == "nodes"]
+    assert patches and patches[-1]["spec"] == {"unschedulable": None}
+
+
+def test_hold_left_by_a_killed_controller_is_released_after_30s() -> None:
+    env = make_env()
+    held = make_node("held")
+    held["spec"]["unschedulable"] = True
+    held["metadata"]["annotations"] = {"karpy.sh/binding-hold": "true"}
+    held["metadata"]["creationTimestamp"] = "2023-11-14T22:13:00Z"  # a few seconds before the FakeClock's start
+    env.kube.put(NODES, held)
+    env.sync()
+    env.controller.reconcile()
+    assert "unschedulable" in env.kube.items(NODES)[0]["spec"]
+    env.clock.step(31)
+    env.controller.reconcile()
+    assert "unschedulable" not in env.kube.items(NODES)[0]["spec"]
