@@ -118,7 +118,17 @@ class LocalCluster:
 
         With `detach=False` the components die with this process (parent-death signal and an
         atexit hook); `detach=True` leaves them running for `down()` from another process.
+        A port taken between choosing it and binding it (another test run) means one retry.
         """
+        for attempt in (1, 2):
+            try:
+                return self._up_once(timeout, detach)
+            except procs.NotReadyError as err:
+                if attempt == 2 or "address already in use" not in str(err):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _up_once(self, timeout: float, detach: bool) -> ClusterState:
         started = time.monotonic()
         old = self.state
         if old is not None:

@@ -26,11 +26,12 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 NODE = "kwok-e2e-node"
-KUBE_VERSION = next(
-    line.split("=", 1)[1].strip()
+PINS = dict(
+    line.split("=", 1)
     for line in (REPO / "localcluster" / "versions.env").read_text().splitlines()
-    if line.startswith("KUBE_VERSION=")
+    if "=" in line and not line.startswith("#")
 )
+KUBE_VERSION = PINS["KUBE_VERSION"]
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -161,12 +162,12 @@ def test_the_apiserver_reports_the_pinned_kubernetes_version(kube: Kube) -> None
     ("binary", "args", "expected"),
     [
         ("kubectl", ["version", "--client"], f"Client Version: v{KUBE_VERSION}"),
-        ("helm", ["version"], 'Version:"v3.'),
+        ("helm", ["version"], f'Version:"v{PINS["HELM_VERSION"]}"'),
         ("kube-apiserver", ["--version"], f"Kubernetes v{KUBE_VERSION}"),
         ("kube-controller-manager", ["--version"], f"Kubernetes v{KUBE_VERSION}"),
         ("kube-scheduler", ["--version"], f"Kubernetes v{KUBE_VERSION}"),
-        ("etcd", ["--version"], "etcd Version: 3.5."),
-        ("kwok", ["--version"], "kwok version v0."),
+        ("etcd", ["--version"], f"etcd Version: {PINS['ETCD_VERSION']}"),
+        ("kwok", ["--version"], f"kwok version v{PINS['KWOK_VERSION']}"),
     ],
 )
 def test_cached_tools_print_real_versions(
