@@ -1,0 +1,38 @@
+"""The controller's settings: flags win over KARPY_* environment, which wins over defaults."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from controller.settings import Settings
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    Settings.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_defaults() -> None:
+    s = Settings.from_args(parse(), environ={})
+    assert (s.batch_idle_seconds, s.batch_max_seconds, s.bind_pods, s.leader_elect) == (1.0, 10.0, True, True)
+
+
+def test_flag_beats_env_beats_default() -> None:
+    env = {"KARPY_BATCH_IDLE_SECONDS": "2.5", "KARPY_BIND_PODS": "false", "KARPY_HTTP_PORT": "9000"}
+    s = Settings.from_args(parse("--batch-idle-seconds", "0.5"), environ=env)
+    assert s.batch_idle_seconds == 0.5 and s.bind_pods is False and s.http_port == 9000
+
+
+def test_kubeconfig_falls_back_to_KUBECONFIG() -> None:
+    assert Settings.from_args(parse(), environ={"KUBECONFIG": "/k"}).kubeconfig == "/k"
+
+
+@pytest.mark.parametrize(
+    ("env", "field"), [({"KARPY_HTTP_PORT": "x"}, "http-port"), ({"KARPY_BIND_PODS": "maybe"}, "bind-pods")]
+)
+def test_bad_values_name_the_setting(env: dict[str, str], field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        Settings.from_args(parse(), environ=env)
