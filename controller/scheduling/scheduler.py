@@ -18,7 +18,8 @@ the first existing node that accepts it, else to a node opened earlier in this s
 first), else to a new node from the first provisioner in weight order that can take it (taints
 tolerated, requirements compatible, topology satisfied, limits respected, an instance type that
 fits with an available offering). Preferences are relaxed one at a time when a pod fails.
-The machinery lives in `solver.py`; reasons in `reasons.py`.
+The machinery lives in `solver.py`; then `repack.py` re-packs pods no topology rule involves
+when that lowers the price (karpy's addition); reasons come from `reasons.py`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 
 from controller.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
 from controller.scheduling.reasons import explain
+from controller.scheduling.repack import improve
 from controller.scheduling.requirements import Requirement, Requirements
 from controller.scheduling.solver import Solver
 from controller.scheduling.types import (
@@ -42,7 +44,7 @@ def schedule(inp: SchedulingInput) -> SchedulingResult:
     """Decide where every pod of `inp.pods` goes (see the module docstring)."""
     solver = Solver(inp)
     solver.solve()
-    solver.improve()
+    improve(solver)
     return _result(solver)
 
 

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from controller.apis.labels import HOSTNAME
-from controller.scheduling import packing
 from controller.scheduling import topology as topo
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
 from controller.scheduling.nodetable import NodeClass, NodeTable
@@ -175,7 +174,9 @@ class Solver:
             if target:
                 full = Requirements.from_labels({**labels, HOSTNAME: labels.get(HOSTNAME, node.name)})
                 used += np.maximum(self._daemons_for(taints, full) - bound_daemons, 0)
-            i = self.table.add(node.name, cls, used, self.vector(node.allocatable), target=target, new=False)
+            i = self.table.add(
+                node.name, cls, used, self.vector(self._allocatable(node, prov)), target=target, new=False
+            )
             self.table.state[i] = node
             self.table.npods[i] = len(bound)
             for pod in bound:
@@ -183,6 +184,15 @@ class Solver:
             self.topology.grow(self.table.capacity)
             for pod in bound:
                 self.topology.add_cluster_pod(pod, i, labels, node.name)
+
+    def _allocatable(self, node: StateNode, prov: int | None) -> Mapping[str, int]:
+        """What a node offers; an uninitialized node's zero values come from its instance type (§5.5.1)."""
+        if prov is None or node.initialized:
+            return node.allocatable
+        expected = next((it for it in self.tables[prov].types if it.name == node.instance_type_name), None)
+        if expected is None:
+            return node.allocatable
+        return {**expected.allocatable, **{k: v for k, v in node.allocatable.items() if v}}
 
     def _effective_taints(self, node: StateNode, prov: int | None) -> tuple[Taint, ...]:
         startup = set(self.provisioners[prov].startup_taints) if prov is not None and not node.initialized else set()
@@ -365,7 +375,7 @@ class Solver:
             keep = self.class_types(cls) & self.limit_masks[i] & table.fits(self.daemon_overhead[i] + ps.request)
             if not keep.any():
                 continue
-            j = self.table.add(self._new_name(i), cls, self.daemon_overhead[i], table.alloc[keep].max(axis=0),
+            j = self.table.add(self.new_name(i), cls, self.daemon_overhead[i], table.alloc[keep].max(axis=0),
                                target=True, new=True)  # fmt: skip
             self.table.options[j] = keep
             self.topology.grow(self.table.capacity)
@@ -374,7 +384,7 @@ class Solver:
             return True
         return False
 
-    def _new_name(self, i: int) -> str:
+    def new_name(self, i: int) -> str:
         name = self.provisioners[i].name
         count = self._name_counters.get(name, 0) + 1
         while f"{name}-{count}" in self._taken_names:
@@ -407,68 +417,3 @@ class Solver:
 
     def pods_of(self, j: int) -> list[PodRequest]:
         return [ps.pod for ps in self.table.pods[j]]
-
-    # -- price improvement (karpy's addition, see packing.py) ------------------------------------------
-
-    def node_price(self, j: int) -> float:
-        cls = self.table.classes[int(self.table.cls[j])]
-        table = self.tables[cls.provisioner]
-        options = self.table.options[j]
-        assert options is not None
-        chosen = table.launch(
-            table.ordered(options, cls.requirements, self.inp.settings.max_instance_types), cls.requirements
-        )
-        return chosen[3] if chosen is not None else float("inf")
-
-    def _free(self, ps: PodState) -> bool:
-        return not ps.pod.host_ports and not self.topology.constraining(ps) and not self.topology.counting(ps)
-
-    def improve(self) -> None:
-        """Re-pack interchangeable pods of new nodes where that lowers the total price."""
-        t = self.table
-        pools: dict[int, list[int]] = {}
-        for j in range(t.n):
-            if t.new[j] and t.pods[j] and all(self._free(ps) for ps in t.pods[j]):
-                pools.setdefault(int(t.cls[j]), []).append(j)
-        for cid, nodes in pools.items():
-            if not self.provisioners[t.classes[cid].provisioner].limits:
-                self._repack(t.classes[cid], nodes)
-
-    def _repack(self, cls: NodeClass, nodes: list[int]) -> None:
-        i = cls.provisioner
-        table = self.tables[i]
-        candidates = self.class_types(cls) & np.isfinite(table.prices(cls.requirements))
-        if (candidates & ~table.exotic).any():
-            candidates &= ~table.exotic
-        idx = np.flatnonzero(candidates)
-        if idx.size == 0:
-            return
-        usable = table.alloc[idx] - self.daemon_overhead[i]
-        price = table.prices(cls.requirements)[idx]
-        pods = [ps for j in nodes for ps in self.table.pods[j]]
-        shapes, inverse, counts = np.unique(
-            np.array([ps.request for ps in pods]), axis=0, return_inverse=True, return_counts=True
-        )
-        order = np.lexsort((-shapes[:, 1], -shapes[:, 0]))
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        bins = packing.pack(shapes[order], counts[order], usable, price)
-        if bins is None or sum(float(price[b]) for b, _ in bins) >= sum(self.node_price(j) for j in nodes) - 1e-9:
-            return
-        by_shape: list[list[PodState]] = [[] for _ in order]
-        for ps, s in zip(pods, np.asarray(inverse).reshape(-1), strict=True):
-            by_shape[int(rank[s])].append(ps)
-        names = [self.table.names[j] for j in nodes]
-        for j in nodes:
-            self.table.pods[j] = []
-            self.table.npods[j] = 0
-            self.table.reset(j, self.daemon_overhead[i])
-        for k, (_, take) in enumerate(bins):
-            chosen = [by_shape[s].pop() for s in range(len(take)) for _ in range(int(take[s]))]
-            content = self.daemon_overhead[i] + np.sum([ps.request for ps in chosen], axis=0)
-            keep = self.class_types(cls) & table.fits(content)
-            name = names[k] if k < len(names) else self._new_name(i)
-            j = self.table.add(name, cls, content, table.alloc[keep].max(axis=0), target=True, new=True)
-            self.table.options[j] = keep
-            self.table.pods[j] = sorted(chosen, key=lambda ps: ps.index)
-            self.table.npods[j] = len(chosen)

@@ -9,8 +9,9 @@ Inverse groups carry required anti-affinity of already-bound pods and of batch p
 also stays away from pods that are anti-affine to it.
 
 Karpenter's random tie-breaks become deterministic: domains are visited in sorted order.
-karpy decision: when a node's requirement on a key is not a concrete set (e.g. zone not yet
-decided), anti-affinity records every domain of the universe it allows, not none.
+karpy decisions: when a node's requirement on a key is not a concrete set (e.g. zone not yet
+decided), anti-affinity records every domain of the universe it allows, not none; a term with a
+`namespaceSelector` counts pods of every namespace (the pure core has no namespace labels).
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ class Topology:
             for pod, node_index, labels, name in self._cluster:
                 if not group.selects(pod.namespace, pod.labels):
                     continue
-                if group.kind == SPREAD and not filter_matches(group.node_filter, Requirements.from_labels(labels)):
+                if group.node_filter and not filter_matches(group.node_filter, Requirements.from_labels(labels)):
                     continue
                 value = name if group.host else labels.get(group.key)
                 if group.host:

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
-from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.scheduling.packing import dual_prices, lp_cover, pack
-from controller.scheduling.requirements import Requirements
-from controller.scheduling.scheduler import schedule
-from controller.scheduling.types import SchedulingInput
-from controller.scheduling.typetable import TypeTable
-from tests.controller.scheduling.builders import make_pod, make_provisioner, req
 
 # two types: one cpu-heavy (4 cpu, 4 mem, $4) and one memory-heavy (1 cpu, 8 mem, $2)
 USABLE = np.array([[4, 4, 100], [1, 8, 100]], dtype=np.int64)
@@ -43,23 +35,3 @@ def test_pack_places_every_pod_in_a_bin_that_holds_it() -> None:
     for t, take in bins:
         assert ((shapes * take[:, None]).sum(axis=0) <= USABLE[t]).all()
     assert pack(np.array([[9, 9, 1]]), np.array([1]), USABLE, PRICE) is None
-
-
-def test_generic_pods_cost_close_to_the_lp_bound() -> None:
-    rng = random.Random(42)
-    pods = [
-        make_pod(f"p{i}", cpu=rng.choice(["100m", "250m", "500m", "1", "1500m"]),
-                 memory=rng.choice(["100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"]))
-        for i in range(600)
-    ]  # fmt: skip
-    provisioner = make_provisioner(requirements=[req("karpenter.sh/capacity-type", "In", "on-demand")])
-    catalog = simulated_catalog()
-    result = schedule(SchedulingInput(pods=pods, provisioners=[provisioner], instance_types=catalog))
-    assert result.all_scheduled
-    price = sum(n.launch.price for n in result.new_nodes if n.launch)
-    table = TypeTable(catalog, ["cpu", "memory", "pods"])
-    reqs: Requirements = provisioner.requirements
-    ok = table.compatible(reqs, frozenset(reqs.values())) & np.isfinite(table.prices(reqs))
-    need = np.array([sum(p.requests["cpu"] for p in pods), sum(p.requests["memory"] for p in pods), 0])
-    bound, _ = lp_cover(table.alloc[ok], table.prices(reqs)[ok], need)
-    assert price <= 1.05 * bound

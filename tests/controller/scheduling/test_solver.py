@@ -170,3 +170,8 @@ def test_the_same_input_gives_the_same_answer() -> None:
     assert placements(first) == placements(second)
     launches = [[(n.name, str(n.launch)) for n in r.new_nodes] for r in (first, second)]
     assert launches[0] == launches[1]
+
+
+def test_an_in_flight_node_uses_its_instance_types_expected_allocatable() -> None:
+    launching = make_node("launching", instance_type="m.xlarge", cpu="0", memory="0", pods=0, initialized=False)
+    assert node_of(run([make_pod("p", cpu="3")], nodes=[launching]), "p") == "launching"

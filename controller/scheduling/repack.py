@@ -1,0 +1,85 @@
+"""Post-pass: re-pack interchangeable pods of new nodes when that lowers the price (karpy's addition).
+
+Pure; runs after `Solver.solve()`. A pod is interchangeable when no topology group owns,
+selects or counts it and it has no host ports, so moving it between new nodes of one class
+(same provisioner and requirements) cannot change any other pod's constraints. Such nodes are
+re-packed with `packing.pack` (LP-guided, balanced fill, each bin shrunk to its cheapest type)
+and replaced only if the launches get cheaper. Provisioners with limits are left alone, since
+Karpenter's limit accounting is per node as first computed. Existing nodes are never touched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from controller.scheduling import packing
+from controller.scheduling.nodetable import NodeClass
+from controller.scheduling.podstate import PodState
+from controller.scheduling.solver import Solver
+
+
+def node_price(solver: Solver, j: int) -> float:
+    cls = solver.table.classes[int(solver.table.cls[j])]
+    table = solver.tables[cls.provisioner]
+    options = solver.table.options[j]
+    assert options is not None
+    chosen = table.launch(
+        table.ordered(options, cls.requirements, solver.inp.settings.max_instance_types), cls.requirements
+    )
+    return chosen[3] if chosen is not None else float("inf")
+
+
+def _free(solver: Solver, ps: PodState) -> bool:
+    return not ps.pod.host_ports and not solver.topology.constraining(ps) and not solver.topology.counting(ps)
+
+
+def improve(solver: Solver) -> None:
+    """Re-pack interchangeable pods of new nodes where that lowers the total price."""
+    t = solver.table
+    pools: dict[int, list[int]] = {}
+    for j in range(t.n):
+        if t.new[j] and t.pods[j] and all(_free(solver, ps) for ps in t.pods[j]):
+            pools.setdefault(int(t.cls[j]), []).append(j)
+    for cid, nodes in pools.items():
+        if not solver.provisioners[t.classes[cid].provisioner].limits:
+            _repack(solver, t.classes[cid], nodes)
+
+
+def _repack(solver: Solver, cls: NodeClass, nodes: list[int]) -> None:
+    i = cls.provisioner
+    table = solver.tables[i]
+    candidates = solver.class_types(cls) & np.isfinite(table.prices(cls.requirements))
+    if (candidates & ~table.exotic).any():
+        candidates &= ~table.exotic
+    idx = np.flatnonzero(candidates)
+    if idx.size == 0:
+        return
+    usable = table.alloc[idx] - solver.daemon_overhead[i]
+    price = table.prices(cls.requirements)[idx]
+    pods = [ps for j in nodes for ps in solver.table.pods[j]]
+    shapes, inverse, counts = np.unique(
+        np.array([ps.request for ps in pods]), axis=0, return_inverse=True, return_counts=True
+    )
+    order = np.lexsort((-shapes[:, 1], -shapes[:, 0]))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    bins = packing.pack(shapes[order], counts[order], usable, price)
+    if bins is None or sum(float(price[b]) for b, _ in bins) >= sum(node_price(solver, j) for j in nodes) - 1e-9:
+        return
+    by_shape: list[list[PodState]] = [[] for _ in order]
+    for ps, s in zip(pods, np.asarray(inverse).reshape(-1), strict=True):
+        by_shape[int(rank[s])].append(ps)
+    names = [solver.table.names[j] for j in nodes]
+    for j in nodes:
+        solver.table.pods[j] = []
+        solver.table.npods[j] = 0
+        solver.table.reset(j, solver.daemon_overhead[i])
+    for k, (_, take) in enumerate(bins):
+        chosen = [by_shape[s].pop() for s in range(len(take)) for _ in range(int(take[s]))]
+        content = solver.daemon_overhead[i] + np.sum([ps.request for ps in chosen], axis=0)
+        keep = solver.class_types(cls) & table.fits(content)
+        name = names[k] if k < len(names) else solver.new_name(i)
+        j = solver.table.add(name, cls, content, table.alloc[keep].max(axis=0), target=True, new=True)
+        solver.table.options[j] = keep
+        solver.table.pods[j] = sorted(chosen, key=lambda ps: ps.index)
+        solver.table.npods[j] = len(chosen)
