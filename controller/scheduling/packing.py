@@ -2,7 +2,7 @@
 
 Pure, numpy. Karpenter's greedy fills one new node at a time in cpu-then-memory order, so each
 node holds a slice of the queue with one cpu:memory ratio and ends up on a type that wastes the
-other resource. karpy's addition (used by `solver.Solver.improve()` only where it lowers the
+other resource. karpy's addition (used by `repack.improve()` only where it lowers the
 price): pods that no topology rule involves are re-packed bin by bin —
 1. the LP relaxation of "cover the remaining cpu and memory with instance types at their
    cheapest allowed price" (`lp_cover`, optimum on at most two types) names the next bin's type:
