@@ -12,7 +12,8 @@ daemonsets, a few hundred instance types, and pods from a seeded random generato
   unsatisfiable zonal anti-affinity preference and a hostname one);
 - `anti-affinity 500`: mutually anti-affine pods (100m / 128Mi), one node each;
 - `generic N`: generic pods only — the price target (≤ 1.05 × the LP lower bound).
-For each: pods/s (pods ÷ wall time of one `schedule()` call, median of repeats for small N; and
+For each: pods/s (pods ÷ wall time of one `schedule()` call, median of repeats for small N —
+repeats reuse the memoised instance-type table, as Karpenter reuses its instance-type cache; and
 ÷ process CPU time, which other load on the machine does not inflate),
 nodes, total $/hour of the launches, the LP lower bound (cover the pods' total cpu and memory
 with the allowed instance types' allocatable at their cheapest allowed price, fractionally),

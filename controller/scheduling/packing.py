@@ -21,8 +21,34 @@ import numpy as np
 _EPS = 1e-9
 
 
+def _frontier(usable: np.ndarray, price: np.ndarray) -> np.ndarray:
+    """Types on the convex hull of (cpu per dollar, memory per dollar): the only ones an LP optimum uses."""
+    x = usable[:, 0] / price
+    y = usable[:, 1] / price
+    order = sorted(range(len(x)), key=lambda i: (x[i], y[i]))
+    points = [(0.0, 0.0, -1)] + [(float(x[i]), float(y[i]), i) for i in order]
+    hull: list[tuple[float, float, int]] = []
+    for chain in (points, points[::-1]):
+        half: list[tuple[float, float, int]] = []
+        for p in chain:
+            while len(half) >= 2:
+                (ax, ay, _), (bx, by, _) = half[-2], half[-1]
+                if (bx - ax) * (p[1] - ay) - (by - ay) * (p[0] - ax) > 0:
+                    break
+                half.pop()
+            half.append(p)
+        hull += half[:-1]
+    return np.array(sorted({i for _, _, i in hull if i >= 0}), dtype=np.int64)
+
+
 def lp_cover(usable: np.ndarray, price: np.ndarray, need: np.ndarray) -> tuple[float, list[tuple[int, float]]]:
     """min Σ price·x s.t. Σ usable[:, :2]·x ≥ need[:2], x ≥ 0; (cost, [(type, x)])."""
+    keep = _frontier(usable, price) if len(price) > 8 and bool((price > 0).all()) else np.arange(len(price))
+    cost, solution = _lp_cover(usable[keep], price[keep], need)
+    return cost, [(int(keep[t]), x) for t, x in solution]
+
+
+def _lp_cover(usable: np.ndarray, price: np.ndarray, need: np.ndarray) -> tuple[float, list[tuple[int, float]]]:
     cpu = usable[:, 0].astype(np.float64)
     mem = usable[:, 1].astype(np.float64)
     want_cpu, want_mem = float(need[0]), float(need[1])

@@ -13,6 +13,7 @@ progress. Fit checks are vectorised: one pod against every node, one node agains
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Mapping, Sequence
 
@@ -43,6 +44,12 @@ from controller.scheduling.typetable import TypeTable
 _NEVER = np.iinfo(np.int64).max
 
 
+@functools.lru_cache(maxsize=8)
+def type_table(types: tuple[InstanceType, ...], resources: tuple[str, ...]) -> TypeTable:
+    """Memoised: a TypeTable (and every mask it caches) is a pure function of these inputs."""
+    return TypeTable(types, resources)
+
+
 class Solver:
     """One scheduling decision's working state."""
 
@@ -51,7 +58,7 @@ class Solver:
         self.provisioners: list[ProvisionerSpec] = by_weight(inp.provisioners)
         self.batch = [p for p in inp.pods if p.owner_kind != "DaemonSet" and not p.terminal]
         self.resources = self._resources()
-        self.tables = [TypeTable(types, self.resources) for types in self._instance_types()]
+        self.tables = [type_table(tuple(types), tuple(self.resources)) for types in self._instance_types()]
         self.daemons = [(d, requirements_of(d)) for d in inp.daemonsets]
         self.daemon_overhead = [self._template_daemons(p) for p in self.provisioners]
         self.tolerate_prefer_no_schedule = any(
