@@ -74,7 +74,8 @@ class DeprovisioningController:
         self.recorder = EventRecorder(kube, clock)
         self._pending: Pending | None = None
         self._execution: Execution | None = None
-        self._idle_since: tuple[int, float] | None = None  # (state generation, time) of the last idle pass
+        self._idle_since: tuple[int, float] | None = None  # (state generation, time) the flag was set
+        self._last_pass = float("-inf")  # when decide() last ran
         self.last_decision: Decision | None = None
 
     # The loop ----------------------------------------------------------------------------------
@@ -88,8 +89,9 @@ class DeprovisioningController:
             self._follow(snap)
             return
         consolidated = self._consolidated(generation, snap.now)
-        if consolidated and self._pending is None and not self._poll_due(snap.now):
-            return
+        if consolidated and self._pending is None and snap.now - self._last_pass < self.settings.poll_period_seconds:
+            return  # when consolidated, expiration and emptiness still get a pass every poll period
+        self._last_pass = snap.now
         dp = deprovisioning_snapshot(snap, self._instance_types(snap), consolidated)
         started = time.monotonic()
         decision = decide(dp, self._pending, self._scheduler, self.settings)
@@ -119,14 +121,6 @@ class DeprovisioningController:
             self._idle_since = None
             return False
         return True
-
-    def _poll_due(self, now: float) -> bool:
-        """When consolidated, expiration and emptiness still get a pass every poll period."""
-        assert self._idle_since is not None
-        due = now - self._idle_since[1] >= self.settings.poll_period_seconds
-        if due:
-            self._idle_since = (self._idle_since[0], now)
-        return due
 
     def _instance_types(self, snap: StateSnapshot) -> dict[str, Sequence[InstanceType]]:
         out: dict[str, Sequence[InstanceType]] = {}

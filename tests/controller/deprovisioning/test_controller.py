@@ -116,6 +116,28 @@ def test_consolidation_deletes_only_after_the_validation_wait() -> None:
     assert world.deleting() == ["n1"]
 
 
+def test_the_consolidated_flag_lapses_after_the_reset_time_even_if_nothing_changes() -> None:
+    # Nomination ends without a watch event: only the reset time brings consolidation back. The
+    # passes made every poll period while consolidated must not push that time back.
+    world = World(validation_wait_seconds=0, poll_period_seconds=1, consolidated_reset_seconds=30)
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1")
+    world.pod("b", "n2", cpu="2")
+    world.sync()
+    world.state.nominate(["n1", "n2"], world.clock.now() + 5)
+    world.controller.reconcile()  # nothing to do: the consolidated flag is set
+    for _ in range(25):
+        world.clock.step(1)
+        world.controller.reconcile()
+    assert world.deleting() == []
+    for _ in range(10):
+        world.clock.step(1)
+        world.controller.reconcile()
+    assert world.deleting() == ["n1"]
+
+
 def test_replacement_is_ready_before_the_old_node_goes() -> None:
     world = World(validation_wait_seconds=0)
     world.remember("karpenter_nodes_created", reason="consolidation/replace", provisioner="default")
