@@ -192,11 +192,20 @@ class KarpyEnv:
     # teardown --------------------------------------------------------------------------------
 
     def cleanup(self) -> None:
+        # The namespace goes first, while nodes (and kwok) still run its pods, so no pending pod of
+        # this test is left for the next test's controller to provision for.
+        _ignore(lambda: self.kube.delete(NAMESPACES, self.namespace))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                self.kube.get(NAMESPACES, self.namespace)
+            except NotFoundError:
+                break
+            time.sleep(0.5)
         for ctrl in self.controllers:
             procs.stop(ctrl.proc, grace_seconds=5)
         for name in [p["metadata"]["name"] for p in self.kube.list(PROVISIONERS).items]:
             _ignore(lambda n=name: self.kube.delete(PROVISIONERS, n))
-        _ignore(lambda: self.kube.delete(NAMESPACES, self.namespace))
         for node in self.nodes():
             name = node["metadata"]["name"]
             _ignore(lambda n=name: self.kube.patch(NODES, n, {"metadata": {"finalizers": None}}))
