@@ -243,9 +243,12 @@ class LocalCluster:
         if state is None:
             return ClusterStatus(running=False, ready=False)
         alive = {p.name: procs.alive(p) for p in state.procs}
-        ready = (
-            all(alive.values()) and bool(alive) and probes.ok(state.server + "/readyz", probes.admin_context(self.pki))
-        )
+        ready = False
+        if alive and all(alive.values()):
+            try:
+                ready = probes.ok(state.server + "/readyz", probes.admin_context(self.pki))
+            except OSError:  # the PKI was removed under a running cluster
+                ready = False
         return ClusterStatus(
             running=any(alive.values()), ready=ready, components=alive, kubeconfig=state.kubeconfig, server=state.server
         )
