@@ -30,8 +30,9 @@ cluster-binaries:
 test: $(STAMP) lint typecheck cluster-binaries
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.admission
+	$(BIN)/python -m bench.scheduling
 
 dev: $(STAMP) cluster-binaries
 	$(BIN)/karpy dev --dir $(DEV_DIR)
