@@ -10,6 +10,7 @@ Neighbours: `components.py` (argv), `procs.py` (processes), `manifests.py` (CRDs
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import ssl
@@ -50,9 +51,22 @@ def _unique_ports(n: int) -> list[int]:
     return ports
 
 
+def _sweep_orphaned_etcd_data(min_age_seconds: float = 120.0) -> None:
+    """Remove `/dev/shm/karpy-etcd-*` left by runs that were killed (no process uses them)."""
+    in_use = b""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            in_use += cmdline.read_bytes()
+    for data in _SHM.glob("karpy-etcd-*"):
+        with contextlib.suppress(OSError):
+            if time.time() - data.stat().st_mtime > min_age_seconds and str(data).encode() not in in_use:
+                shutil.rmtree(data, ignore_errors=True)
+
+
 def _etcd_data_dir(directory: Path) -> Path:
     """etcd on tmpfs when available: fsync-free storage is what makes the apiserver quick."""
     if _SHM.is_dir() and os.access(_SHM, os.W_OK):
+        _sweep_orphaned_etcd_data()
         return Path(tempfile.mkdtemp(prefix="karpy-etcd-", dir=_SHM))
     data = directory / "etcd-data"
     data.mkdir(parents=True, exist_ok=True)
