@@ -33,6 +33,7 @@ test: $(STAMP) lint typecheck cluster-binaries
 bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.admission
 	$(BIN)/python -m bench.scheduling
+	$(BIN)/python -m bench.e2e
 
 dev: $(STAMP) cluster-binaries
 	$(BIN)/karpy dev --dir $(DEV_DIR)
