@@ -1,0 +1,276 @@
+"""End to end: deprovisioning on the real local control plane (spec §6; issue 5).
+
+A real `karpy controller` on the simulated cloud, with deprovisioning's timings shortened
+(`FAST`): scale to zero with `ttlSecondsAfterEmpty`, consolidation of a halved Deployment
+(fewer or cheaper nodes), a `do-not-evict` pod and a `maxUnavailable: 0` PDB that keep their
+node out of consolidation and expiry, and expiry replacing a node after its TTL. The
+termination side of PDBs and `do-not-evict` (a node deleted by hand waits) is covered in
+`tests/e2e/controller/test_termination.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from datetime import datetime
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.apis import labels as L
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.kube.errors import NotFoundError
+from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
+from controller.scheduling.resources import parse_resources
+from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
+from tests.e2e.deprovisioning.conftest import FAST
+
+pytestmark = pytest.mark.e2e
+
+PDBS = Kind("poddisruptionbudgets", "policy/v1", "poddisruptionbudgets", True)
+
+
+# helpers -------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _prices() -> dict[tuple[str, str, str], float]:
+    return {(it.name, o.zone, o.capacity_type): o.price for it in simulated_catalog() for o in it.offerings}
+
+
+def node_price(node: dict[str, Any]) -> float:
+    """A node's hourly price from its labels and the simulated catalog."""
+    labels = node["metadata"]["labels"]
+    return _prices()[(labels[L.INSTANCE_TYPE], labels[L.ZONE], labels[L.CAPACITY_TYPE])]
+
+
+def fleet(karpy: KarpyEnv) -> tuple[int, float]:
+    """(node count, total hourly price) of karpy's live nodes, checked against the cloud's bill."""
+    nodes = [n for n in karpy.nodes() if not n["metadata"].get("deletionTimestamp")]
+    total = sum(node_price(n) for n in nodes)
+    billed = sum(i.price for i in karpy.cloud.list())
+    assert abs(total - billed) < 1e-9 or karpy.consistent(), (total, billed)
+    return len(nodes), total
+
+
+def names(nodes: list[dict[str, Any]]) -> set[str]:
+    return {n["metadata"]["name"] for n in nodes}
+
+
+def node_gone(karpy: KarpyEnv, name: str) -> bool:
+    try:
+        karpy.kube.get(NODES, name)
+    except NotFoundError:
+        return True
+    return False
+
+
+def settled(karpy: KarpyEnv, app: str, replicas: int) -> bool:
+    """`replicas` pods of `app` Running, none pending or terminating, every node owned is live."""
+    pods = karpy.pods(app)
+    return (
+        len(pods) == replicas
+        and all(p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+                for p in pods)
+        and not any(n["metadata"].get("deletionTimestamp") for n in karpy.nodes())
+        and karpy.consistent() == ""
+    )  # fmt: skip
+
+
+def pod_nodes(karpy: KarpyEnv, app: str) -> set[str]:
+    return {p["spec"].get("nodeName", "") for p in karpy.pods(app)}
+
+
+def blocked_events(karpy: KarpyEnv, node: str, text: str) -> list[dict[str, Any]]:
+    return [
+        e for e in karpy.events("DeprovisioningBlocked")
+        if e["involvedObject"]["name"] == node and text in e["message"]
+    ]  # fmt: skip
+
+
+def actions(ctrl: Controller) -> dict[str, float]:
+    """`karpenter_deprovisioning_actions_performed` by action (`<deprovisioner>/<action>`)."""
+    return {
+        sample.labels["action"]: sample.value
+        for family in text_string_to_metric_families(ctrl.get("/metrics"))
+        if family.name == "karpenter_deprovisioning_actions_performed"
+        for sample in family.samples
+    }
+
+
+def evictions(karpy: KarpyEnv, app: str) -> list[dict[str, Any]]:
+    return [e for e in karpy.events("Evicted") if e["involvedObject"].get("name", "").startswith(app + "-")]
+
+
+# 1. scale to zero ----------------------------------------------------------------------------
+
+
+def test_scale_to_zero_removes_the_nodes_within_30s_and_zeroes_status_resources(karpy: KarpyEnv) -> None:
+    karpy.provisioner(ttlSecondsAfterEmpty=5)
+    karpy.start("replica-a", *FAST)
+    karpy.deployment("web", 12, cpu="1", memory="1Gi")
+    wait_for(lambda: len(karpy.running("web")) == 12, 20, "12 pods Running")
+    before = names(karpy.nodes())
+    assert before
+    wait_for(
+        lambda: parse_resources(karpy.kube.get(PROVISIONERS, "default").get("status", {}).get("resources", {})),
+        10,
+        "status.resources to count the nodes",
+    )
+
+    karpy.scale("web", 0)
+    scaled = time.monotonic()
+    wait_for(lambda: not karpy.nodes(), 30, "every node to be gone within 30 s of scaling to zero")
+    elapsed = time.monotonic() - scaled
+
+    def zero() -> bool:
+        resources = karpy.kube.get(PROVISIONERS, "default").get("status", {}).get("resources") or {}
+        return all(v == 0 for v in parse_resources(resources).values())
+
+    wait_for(zero, 5, "status.resources to be zero")
+    assert karpy.cloud.list() == []
+    assert [e for e in karpy.events("DeprovisioningTerminating") if e["involvedObject"]["name"] in before]
+    print(f"{len(before)} node(s) gone {elapsed:.1f}s after scaling to zero")
+
+
+# 2. consolidation ----------------------------------------------------------------------------
+
+
+def test_consolidation_after_halving_a_deployment_leaves_fewer_or_cheaper_nodes(karpy: KarpyEnv) -> None:
+    karpy.provisioner(consolidation={"enabled": True})
+    ctrl = karpy.start("replica-a", *FAST)
+    karpy.deployment("web", 16, cpu="1", memory="1Gi")
+    wait_for(lambda: settled(karpy, "web", 16), 30, "16 pods Running")
+    count_before, price_before = fleet(karpy)
+    first = names(karpy.nodes())
+
+    karpy.scale("web", 8)
+    halved = time.monotonic()
+
+    def consolidated() -> tuple[int, float] | None:
+        if not settled(karpy, "web", 8) or names(karpy.nodes()) == first:
+            return None
+        count, price = fleet(karpy)
+        return (count, price) if count < count_before or price < price_before - 1e-9 else None
+
+    count_after, price_after = wait_for(consolidated, 60, "fewer or cheaper nodes with 8 pods Running")
+    elapsed = time.monotonic() - halved
+    assert count_after < count_before or price_after < price_before
+    assert karpy.consistent() == ""
+    # it is consolidation's doing, and karpy said so on the nodes it removed
+    assert {"consolidation/delete", "consolidation/replace"} & set(actions(ctrl)), actions(ctrl)
+    removed = first - names(karpy.nodes())
+    assert removed
+    assert [e for e in karpy.events("DeprovisioningTerminating") if e["involvedObject"]["name"] in removed]
+    print(
+        f"consolidated in {elapsed:.1f}s: {count_before} node(s) ${price_before:.4f}/h"
+        f" -> {count_after} node(s) ${price_after:.4f}/h"
+    )
+
+
+# 3. do-not-evict -----------------------------------------------------------------------------
+
+
+def _one_underused_node(karpy: KarpyEnv, provisioner: dict[str, Any], **pod: Any) -> str:
+    """One node holding `keep` (1 small pod, with `pod` overrides) after `filler` has gone: a node
+    consolidation would replace by a cheaper one (and expiry would replace) if it could."""
+    karpy.provisioner(**provisioner)
+    karpy.start("replica-a", *FAST)
+    karpy.deployment("keep", 1, cpu="500m", memory="256Mi", **pod)
+    karpy.deployment("filler", 7, cpu="1", memory="1Gi")
+    wait_for(lambda: settled(karpy, "keep", 1) and settled(karpy, "filler", 7), 30, "keep and filler Running")
+    (node,) = pod_nodes(karpy, "keep")
+    karpy.scale("filler", 0)
+    wait_for(lambda: not karpy.pods("filler"), 20, "filler pods gone")
+    return node
+
+
+def test_a_do_not_evict_pod_keeps_its_node_from_consolidation_and_expiry(karpy: KarpyEnv) -> None:
+    ttl = 15
+    node = _one_underused_node(
+        karpy,
+        {"consolidation": {"enabled": True}, "ttlSecondsUntilExpired": ttl},
+        metadata={"annotations": {L.DO_NOT_EVICT: "true"}},
+    )
+    (pod,) = karpy.pods("keep")
+    wait_for(lambda: blocked_events(karpy, node, "do not evict"), 30, "a DeprovisioningBlocked do-not-evict event")
+    created = karpy.kube.get(NODES, node)["metadata"]["creationTimestamp"]
+    # until well past the TTL and several validation waits: the node, its pod and its schedulability stay
+    expires = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() + ttl
+    while time.time() < expires + 5:
+        current = karpy.kube.get(NODES, node)
+        assert current["metadata"]["creationTimestamp"] == created
+        assert not current["metadata"].get("deletionTimestamp")
+        assert not current["spec"].get("unschedulable")
+        assert karpy.kube.get(PODS, pod["metadata"]["name"], karpy.namespace)["spec"]["nodeName"] == node
+        time.sleep(1)
+    assert node in names(karpy.nodes())
+    assert not evictions(karpy, "keep")
+
+    # control: once the annotation is gone the same node is expired and replaced
+    karpy.kube.patch(PODS, pod["metadata"]["name"], {"metadata": {"annotations": {L.DO_NOT_EVICT: None}}},
+                     karpy.namespace)  # fmt: skip
+    wait_for(lambda: node_gone(karpy, node), 30, "the node to go once the pod may be evicted")
+    wait_for(lambda: settled(karpy, "keep", 1), 30, "keep Running on another node")
+
+
+# 4. PDB, consolidation side ------------------------------------------------------------------
+
+
+def test_a_pdb_allowing_no_disruption_makes_its_node_no_consolidation_candidate(karpy: KarpyEnv) -> None:
+    node = _one_underused_node(karpy, {"consolidation": {"enabled": True}})
+    karpy.apply(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep", "namespace": karpy.namespace},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "keep"}}},
+        }
+    )
+    wait_for(lambda: blocked_events(karpy, node, "prevents pod evictions"), 30, "a DeprovisioningBlocked PDB event")
+    (pod,) = karpy.pods("keep")
+    time.sleep(6)  # several passes and validation waits
+    current = karpy.kube.get(NODES, node)
+    assert not current["metadata"].get("deletionTimestamp") and not current["spec"].get("unschedulable")
+    assert names(karpy.nodes()) == {node}
+    assert [p["metadata"]["name"] for p in karpy.running("keep")] == [pod["metadata"]["name"]]
+    assert not evictions(karpy, "keep")
+    assert not [e for e in karpy.events("FailedDraining") if e["involvedObject"].get("name") == pod["metadata"]["name"]]
+
+    # control: without the PDB the same node is consolidated (replaced by a cheaper one)
+    price = node_price(current)
+    karpy.kube.delete(PDBS, "keep", karpy.namespace)
+    wait_for(lambda: node_gone(karpy, node), 40, "the node to be consolidated once the PDB is gone")
+    wait_for(lambda: settled(karpy, "keep", 1), 30, "keep Running on the replacement")
+    count, total = fleet(karpy)
+    assert count <= 1 and total < price
+
+
+# 5. expiry -----------------------------------------------------------------------------------
+
+
+def test_expiry_replaces_a_node_after_its_ttl_and_the_pods_move(karpy: KarpyEnv) -> None:
+    ttl = 20
+    karpy.provisioner(ttlSecondsUntilExpired=ttl)
+    ctrl = karpy.start("replica-a", *FAST)
+    karpy.deployment("web", 3, cpu="1", memory="1Gi")
+    wait_for(lambda: settled(karpy, "web", 3), 20, "3 pods Running")
+    old = names(karpy.nodes())
+    old_pods = {p["metadata"]["name"] for p in karpy.pods("web")}
+    started = time.monotonic()
+
+    def replaced() -> set[str] | None:
+        current = names(karpy.nodes())
+        if current & old or not current or not settled(karpy, "web", 3):
+            return None
+        return current
+
+    new = wait_for(replaced, ttl + 40, "the old node(s) gone and the pods Running on new ones")
+    elapsed = time.monotonic() - started
+    assert pod_nodes(karpy, "web") <= new
+    assert not old_pods & {p["metadata"]["name"] for p in karpy.pods("web")}
+    assert actions(ctrl).get("expiration/replace", 0) >= len(old), actions(ctrl)
+    assert [e for e in karpy.events("DeprovisioningTerminating") if e["involvedObject"]["name"] in old]
+    assert karpy.consistent() == ""
+    print(f"expired node(s) {sorted(old)} replaced by {sorted(new)} {elapsed:.1f}s after the pods ran")
