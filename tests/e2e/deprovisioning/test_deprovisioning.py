@@ -78,6 +78,11 @@ def settled(karpy: KarpyEnv, app: str, replicas: int) -> bool:
     )  # fmt: skip
 
 
+def ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
 def pod_nodes(karpy: KarpyEnv, app: str) -> set[str]:
     return {p["spec"].get("nodeName", "") for p in karpy.pods(app)}
 
@@ -260,14 +265,25 @@ def test_expiry_replaces_a_node_after_its_ttl_and_the_pods_move(karpy: KarpyEnv)
     old_pods = {p["metadata"]["name"] for p in karpy.pods("web")}
     started = time.monotonic()
 
+    # what the cluster looked like when each old node was first seen deleting
+    deleting: dict[str, list[dict[str, Any]]] = {}
+
     def replaced() -> set[str] | None:
-        current = names(karpy.nodes())
+        nodes = karpy.nodes()
+        for n in nodes:
+            if n["metadata"]["name"] in old and n["metadata"].get("deletionTimestamp"):
+                deleting.setdefault(n["metadata"]["name"], nodes)
+        current = names(nodes)
         if current & old or not current or not settled(karpy, "web", 3):
             return None
         return current
 
-    new = wait_for(replaced, ttl + 40, "the old node(s) gone and the pods Running on new ones")
+    new = wait_for(replaced, ttl + 40, "the old node(s) gone and the pods Running on new ones", interval=0.1)
     elapsed = time.monotonic() - started
+    # replacement capacity was up before the old node was deleted (spec §6.7)
+    assert set(deleting) == old, "an old node went without being seen deleting"
+    for nodes in deleting.values():
+        assert [n for n in nodes if n["metadata"]["name"] not in old and ready(n)], nodes
     assert pod_nodes(karpy, "web") <= new
     assert not old_pods & {p["metadata"]["name"] for p in karpy.pods("web")}
     assert actions(ctrl).get("expiration/replace", 0) >= len(old), actions(ctrl)
