@@ -20,7 +20,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy controller webapp
+	$(BIN)/mypy controller webapp localcluster certs
 
 # The local control plane (etcd, kube-apiserver, scheduler, KCM, kubectl, kwok, helm), built from
 # pinned Go modules and cached under ~/.cache/karpy/localcluster/<key>/bin (tens of minutes cold).
