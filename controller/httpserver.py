@@ -44,6 +44,21 @@ class ControllerHTTPServer:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:
+                try:
+                    self._get()
+                except Exception as err:  # a handler error is answered, never dropped
+                    body = json.dumps({"error": f"unavailable: {type(err).__name__}"}).encode()
+                    self._send(503, body, "application/json")
+
+            def _not_allowed(self) -> None:
+                self._send(405, b'{"error": "read-only: only GET is served"}', "application/json")
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _not_allowed
+
+            def do_HEAD(self) -> None:
+                self._send(405, b"", "application/json")
+
+            def _get(self) -> None:
                 url = urlparse(self.path)
                 if url.path == "/healthz":
                     self._send(200, b"ok", "text/plain")
@@ -55,8 +70,10 @@ class ControllerHTTPServer:
                 elif url.path == "/api/v1/decisions":
                     try:
                         limit = int(parse_qs(url.query).get("limit", ["200"])[0])
+                        if not 1 <= limit <= 10_000:
+                            raise ValueError(limit)
                     except ValueError:
-                        self._send(400, b'{"error": "limit must be an integer"}', "application/json")
+                        self._send(400, b'{"error": "limit must be an integer from 1 to 10000"}', "application/json")
                         return
                     body = json.dumps([d.to_json() for d in outer.decisions.recent(limit)])
                     self._send(200, body.encode(), "application/json")

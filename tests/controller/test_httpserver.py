@@ -1,0 +1,61 @@
+"""The controller's HTTP server: read-only, clear errors, never a 500."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from controller.clock import FakeClock
+from controller.decisions import DecisionLog
+from controller.httpserver import ControllerHTTPServer
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, dict[str, Any]]]:
+    status: dict[str, Any] = {"synced": False}
+
+    def read_status() -> dict[str, Any]:
+        if status.get("broken"):
+            raise RuntimeError("state unavailable")
+        return dict(status)
+
+    srv = ControllerHTTPServer("127.0.0.1", 0, DecisionLog(FakeClock()), read_status)
+    srv.start()
+    try:
+        yield f"http://127.0.0.1:{srv.port}", status
+    finally:
+        srv.stop()
+
+
+def test_health_readiness_and_metrics(server: tuple[str, dict[str, Any]]) -> None:
+    url, status = server
+    assert requests.get(f"{url}/healthz", timeout=5).status_code == 200
+    assert requests.get(f"{url}/readyz", timeout=5).status_code == 503
+    status["synced"] = True
+    assert requests.get(f"{url}/readyz", timeout=5).status_code == 200
+    assert "python_info" in requests.get(f"{url}/metrics", timeout=5).text
+
+
+def test_decisions_and_bad_limits(server: tuple[str, dict[str, Any]]) -> None:
+    url, _ = server
+    assert requests.get(f"{url}/api/v1/decisions", timeout=5).json() == []
+    for bad in ("x", "-1", "0", "99999999"):
+        resp = requests.get(f"{url}/api/v1/decisions?limit={bad}", timeout=5)
+        assert resp.status_code == 400 and "limit" in resp.json()["error"]
+
+
+def test_writes_and_unknown_paths_are_refused(server: tuple[str, dict[str, Any]]) -> None:
+    url, _ = server
+    for method in ("POST", "PUT", "PATCH", "DELETE"):
+        assert requests.request(method, f"{url}/api/v1/decisions", timeout=5).status_code == 405
+    assert requests.get(f"{url}/nowhere", timeout=5).status_code == 404
+
+
+def test_a_failing_status_is_answered_not_dropped(server: tuple[str, dict[str, Any]]) -> None:
+    url, status = server
+    status["broken"] = True
+    resp = requests.get(f"{url}/api/v1/status", timeout=5)
+    assert resp.status_code == 503 and "unavailable" in resp.json()["error"]
