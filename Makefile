@@ -25,7 +25,7 @@ typecheck: $(STAMP)
 # The local control plane (etcd, kube-apiserver, scheduler, KCM, kubectl, kwok, helm), built from
 # pinned Go modules and cached under ~/.cache/karpy/localcluster/<key>/bin (tens of minutes cold).
 cluster-binaries:
-	bash localcluster/build.sh
+	PATH="$$PATH:/usr/local/go/bin" bash localcluster/build.sh
 
 test: $(STAMP) lint typecheck cluster-binaries
 	$(BIN)/python -m pytest -q
