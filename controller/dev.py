@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             print("karpy dev: this build has no controller yet; webhooks only", flush=True)
         print(
             f"\nkarpy is running (cluster ready in {state.ready_seconds:.1f}s)\n"
-            f"  webhooks + dashboard: {url}  (CA: {certs.ca_cert})\n"
+            f"  webhooks (TLS):       {url}  (CA: {certs.ca_cert})\n"
             f"  kubeconfig:           {cluster.kubeconfig}\n"
             f"  try:  export KUBECONFIG={cluster.kubeconfig}\n"
             f"        {cluster.bin_dir / 'kubectl'} get provisioner default -o yaml\n"
@@ -158,5 +158,5 @@ def run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     dev = subparsers.add_parser("dev", help="local control plane + webhooks + controller on the simulated cloud")
     dev.add_argument("--dir", default=".dev", help="where certificates, cluster data and logs go (%(default)s)")
-    dev.add_argument("--port", type=int, default=8443, help="webhook/dashboard port (%(default)s)")
+    dev.add_argument("--port", type=int, default=8443, help="webhook port (%(default)s)")
     dev.set_defaults(func=run)
