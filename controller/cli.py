@@ -47,12 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--days", type=int, default=365)
     gen.set_defaults(func=_certs)
 
-    web = sub.add_parser("webapp", help="serve the admission webhooks and the dashboard")
+    web = sub.add_parser("webapp", help="serve the admission webhooks (TLS)")
     web.add_argument("--cert-dir", help="directory with tls.crt and tls.key (TLS is off without it)")
     web.add_argument("--port", type=int, help="port (default 8443, env KARPY_WEBAPP_PORT)")
     web.add_argument("--host", help="address to bind (default 0.0.0.0, env KARPY_WEBAPP_HOST)")
     web.add_argument("--workers", type=int, help="gunicorn workers (default 2)")
-    web.add_argument("--kubeconfig", help="kubeconfig for the dashboard's reads")
+    web.add_argument("--kubeconfig", help="kubeconfig (accepted; the webhooks need no cluster access)")
     web.set_defaults(func=_webapp)
 
     for name in _REGISTRARS:

@@ -1,4 +1,4 @@
-"""karpy's web application: admission webhooks, health endpoints (and the dashboard).
+"""karpy's web application: admission webhooks and health endpoints.
 
 `create_app(settings=None)` is the Flask application factory; it needs no cluster and no
 certificates. Views are thin: the admission logic is pure and lives in `controller.apis`.

@@ -1,6 +1,6 @@
 """Settings of the webapp process: one typed object, each field a CLI flag with an environment twin.
 
-The dashboard and admission views read only this object; nothing else reads `os.environ`.
+The views read only this object; nothing else reads `os.environ`.
 """
 
 from __future__ import annotations
