@@ -7,16 +7,19 @@ later call; a replacement in progress (`_execution`) is followed across calls un
 replacement node is initialized, then the candidate Nodes are deleted (the termination
 finalizer drains and terminates them). Spec §6.7: replace = cordon, launch, mark for deletion,
 wait for initialized, delete; a failed launch or a replacement that never comes uncordons and
-unmarks. An idle pass sets the consolidated flag until cluster state changes (or 5 min pass)
-and the next full pass waits `poll_period_seconds`.
+unmarks. The cordon carries karpy's deprovisioning mark (`cordon.py`), and every pass first
+lifts the marked cordons no command in progress holds — those a killed controller left behind.
+An idle pass sets the consolidated flag until cluster state changes (or 5 min pass) and the
+next full pass waits `poll_period_seconds`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
@@ -24,13 +27,15 @@ from controller.deprovisioning import events as E
 from controller.deprovisioning import metrics as M
 from controller.deprovisioning.adapter import deprovisioning_snapshot
 from controller.deprovisioning.commands import Action, Command, Event
+from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
 from controller.deprovisioning.decide import Decision, Pending, decide
 from controller.deprovisioning.events import EventRecorder
 from controller.deprovisioning.launcher import Launcher
 from controller.deprovisioning.types import DeprovisioningSettings, Scheduler
-from controller.kube.client import Kube
-from controller.kube.errors import KubeError, NotFoundError
+from controller.kube.client import Kube, Obj
+from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
+from controller.provisioning.nodes import BINDING_HOLD
 from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot as StateSnapshot
@@ -85,6 +90,7 @@ class DeprovisioningController:
             return
         generation = self._state.generation
         snap = self._state.snapshot()
+        self._lift_stale_cordons(snap)
         if self._execution is not None:
             self._follow(snap)
             return
@@ -145,14 +151,15 @@ class DeprovisioningController:
             self._state.mark_for_deletion(cmd.node_names)
             self._delete(cmd)
             return
-        self._cordon(cmd.node_names, True)
+        cordoned = self._cordon(cmd.node_names)
         launched: list[str] = []
         try:
             for new in cmd.replacements:
                 launched.append(self._launcher.launch(new, cmd.reason))
         except Exception as err:
             log.error("launching replacement for %s: %s", cmd.reason, err)
-            self._cordon(cmd.node_names, False)
+            for name, obj in cordoned.items():
+                self._uncordon(name, obj)
             for name in launched:  # keep what launched: it is ordinary capacity now, consolidation may remove it
                 log.info("replacement node %s stays as capacity", name)
             return
@@ -169,13 +176,13 @@ class DeprovisioningController:
             view = snap.nodes.get(name)
             if view is None:
                 if snap.now - ex.started > VANISHED_AFTER_SECONDS:
-                    return self._fail(f"replacement node {name} disappeared")
+                    return self._fail(f"replacement node {name} disappeared", snap)
                 waiting.append(name)
             elif not (view.initialized or (view.ready and not view.in_flight)):
                 waiting.append(name)
         if waiting:
             if snap.now - ex.started > self.settings.replacement_timeout_seconds:
-                return self._fail(f"replacement nodes {', '.join(waiting)} never initialized")
+                return self._fail(f"replacement nodes {', '.join(waiting)} never initialized", snap)
             for name in waiting:
                 self.recorder.record(Event(name, E.WAITING_READINESS, E.WAITING_READINESS_MESSAGE))
             return None
@@ -184,13 +191,16 @@ class DeprovisioningController:
         self._delete(ex.command)
         return None
 
-    def _fail(self, why: str) -> None:
+    def _fail(self, why: str, snap: StateSnapshot) -> None:
         ex = self._execution
         assert ex is not None
         log.error("deprovisioning via %s failed: %s", ex.command.deprovisioner, why)
         self._state.unmark_for_deletion(ex.command.node_names)
-        self._cordon(ex.command.node_names, False)
         self._execution = None
+        for name in ex.command.node_names:
+            node = snap.nodes.get(name)
+            if node is not None and not node.deleting:
+                self._uncordon(name, node.obj)
 
     def _delete(self, cmd: Command) -> None:
         for cand in cmd.candidates:
@@ -205,10 +215,38 @@ class DeprovisioningController:
             log.info("deleted node %s", cand.name)
             M.NODES_TERMINATED.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
 
-    def _cordon(self, names: Sequence[str], unschedulable: bool) -> None:
+    def _cordon(self, names: Sequence[str]) -> dict[str, Obj]:
+        """Cordon and mark each node; the nodes as patched, by name."""
+        out = {}
         for name in names:
             try:
-                self._kube.patch(NODES, name, {"spec": {"unschedulable": True if unschedulable else None}})
-                log.info("%s node %s", "cordoned" if unschedulable else "uncordoned", name)
+                out[name] = self._kube.patch(NODES, name, cordon_patch())
+                log.info("cordoned node %s", name)
             except KubeError as err:
                 log.error("cordoning node %s: %s", name, err)
+        return out
+
+    def _uncordon(self, name: str, obj: Mapping[str, Any]) -> None:
+        """Lift karpy's deprovisioning cordon of `obj` (as last seen; a node changed since is a
+        conflict, left to the next pass). A node also held for binding stays cordoned until
+        provisioning releases it."""
+        meta = obj.get("metadata") or {}
+        held = BINDING_HOLD in (meta.get("annotations") or {})
+        try:
+            self._kube.patch(NODES, name, uncordon_patch(str(meta.get("resourceVersion") or ""), held))
+        except NotFoundError:
+            return
+        except ConflictError:
+            log.debug("uncordoning node %s: changed meanwhile, next pass", name)
+            return
+        except KubeError as err:
+            log.error("uncordoning node %s: %s", name, err)
+            return
+        log.info("uncordoned node %s", name)
+
+    def _lift_stale_cordons(self, snap: StateSnapshot) -> None:
+        """Uncordon nodes karpy cordoned for a command that no longer runs (a killed controller's)."""
+        in_progress = self._execution.command.node_names if self._execution is not None else ()
+        for node in stale_cordons(snap.nodes.values(), in_progress):
+            log.info("node %s is cordoned for a deprovisioning action that is no longer running", node.name)
+            self._uncordon(node.name, node.obj)

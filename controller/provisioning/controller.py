@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
 from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, UNSCHEDULABLE, Decision, DecisionLog
+from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.events import EventRecorder
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
@@ -192,20 +193,21 @@ class ProvisioningController:
             if self.settings.bind_pods and node.owned:
                 outcome.bound += self._bind([pending[k] for k in pod_keys if k in pending], node_name)
 
-    def _release(self, node: str) -> None:
+    def _release(self, node: str, keep_cordoned: bool = False) -> None:
         try:
-            self.kube.patch(NODES, node, release_patch())
+            self.kube.patch(NODES, node, release_patch(keep_cordoned))
         except NotFoundError:
             pass
         except (KubeError, OSError) as err:  # released later by _release_stale
             log.warning("uncordoning node %s after binding: %s", node, err)
 
     def _release_stale(self, snap: Snapshot) -> None:
-        """Release binding holds a killed controller left behind."""
+        """Release binding holds a killed controller left behind (a node deprovisioning has
+        cordoned meanwhile stays cordoned: deprovisioning lifts that cordon itself)."""
         for node in snap.nodes.values():
             held = BINDING_HOLD in node.annotations and not node.deleting and not node.in_flight
             if held and snap.now - node.created > BINDING_HOLD_SECONDS:
-                self._release(node.name)
+                self._release(node.name, keep_cordoned=DEPROVISIONING_CORDON in node.annotations)
 
     def _bind(self, pods: Iterable[PodView], node: str) -> list[str]:
         def one(pod: PodView) -> str | None:

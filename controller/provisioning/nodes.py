@@ -12,7 +12,8 @@ capacity and allocatable as the instance reports them (kwok keeps them).
 kube-scheduler places nothing on it while karpy binds the pods it computed the node for (binding
 ignores cordons; two binders racing for one node would overcommit it). `release_patch()`
 uncordons it afterwards; provisioning also releases any held node older than
-`BINDING_HOLD_SECONDS` (a controller killed between launch and release).
+`BINDING_HOLD_SECONDS` (a controller killed between launch and release) — keeping the cordon of
+one deprovisioning has cordoned meanwhile (`deprovisioning/cordon.py`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ BINDING_HOLD = "karpy.sh/binding-hold"
 BINDING_HOLD_SECONDS = 30.0
 
 
-def release_patch() -> dict[str, Any]:
-    """The merge patch that ends a binding hold."""
-    return {"spec": {"unschedulable": None}, "metadata": {"annotations": {BINDING_HOLD: None}}}
+def release_patch(keep_cordoned: bool = False) -> dict[str, Any]:
+    """The merge patch that ends a binding hold (uncordoning, unless another cordon holds the node)."""
+    patch: dict[str, Any] = {"metadata": {"annotations": {BINDING_HOLD: None}}}
+    if not keep_cordoned:
+        patch["spec"] = {"unschedulable": None}
+    return patch
 
 
 def node_labels(node: NewNode, instance: Instance) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -11,10 +12,12 @@ from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.deprovisioning.controller import DeprovisioningController
+from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.launcher import Launcher
+from controller.provisioning.nodes import BINDING_HOLD
 from controller.state.cluster import ClusterState
 from tests.controller.deprovisioning.builders import CATALOG, fake_schedule
 from tests.fakes.cloudprovider import FakeCloudProvider
@@ -46,8 +49,8 @@ class World:
         self.kube.put(PODS, make_pod(name, node=node, cpu=cpu, memory="1Mi", **kw))
 
     def sync(self) -> None:
-        for kind in WATCHED:
-            self.state.replace(kind.name, self.kube.items(kind))
+        for kind in WATCHED:  # copies, as a watch delivers them: later changes reach state only by a sync
+            self.state.replace(kind.name, copy.deepcopy(self.kube.items(kind)))
 
     def reconcile(self, step: float = 0.0) -> None:
         self.clock.step(step)
@@ -168,6 +171,7 @@ def test_failed_launch_uncordons_and_keeps_the_node() -> None:
     world.cloud.next_create_error = InsufficientCapacityError("no capacity")
     world.reconcile()
     assert not world.unschedulable("big") and world.deleting() == []
+    assert DEPROVISIONING_CORDON not in world.kube.objects["nodes"]["big"]["metadata"]["annotations"]
 
 
 def test_a_replacement_that_never_initializes_is_given_up() -> None:
@@ -209,3 +213,105 @@ def test_expired_node_is_replaced_before_it_is_deleted() -> None:
     world.kube.patch(NODES, new, {"metadata": {"labels": {L.INITIALIZED: "true"}}})
     world.reconcile(step=1)
     assert world.deleting() == ["old"]
+
+
+# The deprovisioning cordon: marked, and lifted when no command holds it (cordon.py) ----------
+
+
+def marked(world: World, name: str) -> bool:
+    return DEPROVISIONING_CORDON in (world.kube.objects["nodes"][name]["metadata"].get("annotations") or {})
+
+
+def restarted(world: World, **settings: Any) -> DeprovisioningController:
+    """A new controller on the same cluster: what a killed and restarted process starts with."""
+    launcher = ProvisioningLauncher(Launcher(world.kube, world.cloud, world.state, world.clock), world.state)
+    return DeprovisioningController(
+        world.state, world.kube, world.cloud, launcher, world.clock, DeprovisioningSettings(**settings), fake_schedule
+    )
+
+
+def replacing_big(world: World) -> str:
+    """`big` cordoned for a replace whose replacement is not initialized yet; the replacement's name."""
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.reconcile()
+    assert world.unschedulable("big") and marked(world, "big")
+    return next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] != "big")
+
+
+def test_a_replace_cordons_and_marks_its_candidates_in_one_patch() -> None:
+    world = World(validation_wait_seconds=0)
+    replacing_big(world)
+    (patch,) = [c[1][3] for c in world.kube.calls if c[0] == "patch" and c[1][:2] == ("nodes", "big")]
+    assert patch["spec"] == {"unschedulable": True}
+    assert patch["metadata"]["annotations"] == {DEPROVISIONING_CORDON: "true"}
+
+
+def test_the_command_in_progress_keeps_its_cordon_across_passes() -> None:
+    world = World(validation_wait_seconds=0)
+    replacing_big(world)
+    for _ in range(3):
+        world.reconcile(step=1)
+    assert world.unschedulable("big") and marked(world, "big") and world.deleting() == []
+
+
+def test_a_restarted_controller_lifts_the_cordon_a_killed_one_left() -> None:
+    world = World(validation_wait_seconds=0)
+    new = replacing_big(world)
+    world.controller = restarted(world, validation_wait_seconds=60)  # the command died with the old process
+    world.reconcile(step=1)
+    assert not world.unschedulable("big") and not marked(world, "big")
+    assert world.deleting() == []
+    assert new in world.kube.objects["nodes"]  # the replacement stays, as ordinary capacity
+
+
+def test_a_marked_node_being_deleted_stays_cordoned() -> None:
+    world = World(validation_wait_seconds=0)
+    replacing_big(world)
+    world.kube.delete(NODES, "big")  # the termination finalizer holds it; its cordon is termination's
+    world.controller = restarted(world)
+    world.reconcile(step=1)
+    assert world.unschedulable("big") and world.deleting() == ["big"]
+    assert not any(c[0] == "patch" and c[1][:2] == ("nodes", "big") and c[1][3].get("spec") == {"unschedulable": None}
+                   for c in world.kube.calls)  # fmt: skip
+
+
+def test_a_node_changed_since_the_snapshot_is_not_uncordoned_blindly() -> None:
+    world = World(validation_wait_seconds=0)
+    replacing_big(world)
+    world.controller = restarted(world, validation_wait_seconds=60)
+    world.sync()
+    world.kube.delete(NODES, "big")  # deleted after the snapshot the pass will read
+    world.controller.reconcile()
+    assert world.unschedulable("big")  # the conditional patch met a conflict
+    world.reconcile(step=1)
+    assert world.unschedulable("big") and world.deleting() == ["big"]  # and the next pass sees it deleting
+
+
+def test_a_conflict_leaves_the_cordon_to_the_next_pass() -> None:
+    world = World(validation_wait_seconds=0)
+    replacing_big(world)
+    world.controller = restarted(world, validation_wait_seconds=60)
+    world.sync()
+    world.kube.patch(NODES, "big", {"metadata": {"labels": {"touched": "yes"}}})  # any change: a new resourceVersion
+    world.controller.reconcile()
+    assert world.unschedulable("big")
+    world.reconcile(step=1)
+    assert not world.unschedulable("big") and not marked(world, "big")
+
+
+def test_a_node_also_held_for_binding_keeps_that_cordon() -> None:
+    world = World(validation_wait_seconds=0)
+    replacing_big(world)
+    world.kube.patch(NODES, "big", {"metadata": {"annotations": {BINDING_HOLD: "true"}}})
+    world.controller = restarted(world, validation_wait_seconds=60)
+    world.reconcile(step=1)
+    assert world.unschedulable("big") and not marked(world, "big")  # provisioning releases its own hold
+
+
+def test_a_failed_command_lifts_its_cordon_and_mark() -> None:
+    world = World(validation_wait_seconds=0, replacement_timeout_seconds=60)
+    replacing_big(world)
+    world.reconcile(step=61)
+    assert not world.unschedulable("big") and not marked(world, "big")

@@ -11,6 +11,7 @@ from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.decisions import DecisionLog
+from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.events import EventRecorder
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
@@ -160,3 +161,18 @@ def test_hold_left_by_a_killed_controller_is_released_after_30s() -> None:
     env.clock.step(31)
     env.controller.reconcile()
     assert "unschedulable" not in env.kube.items(NODES)[0]["spec"]
+
+
+def test_a_stale_hold_on_a_node_deprovisioning_cordoned_meanwhile_keeps_the_cordon() -> None:
+    env = make_env()
+    held = make_node("held")
+    held["spec"]["unschedulable"] = True
+    held["metadata"]["annotations"] = {"karpy.sh/binding-hold": "true", DEPROVISIONING_CORDON: "true"}
+    held["metadata"]["creationTimestamp"] = "2023-11-14T22:13:00Z"
+    env.kube.put(NODES, held)
+    env.sync()
+    env.clock.step(31)
+    env.controller.reconcile()
+    (node,) = env.kube.items(NODES)
+    assert node["spec"]["unschedulable"] is True  # deprovisioning's cordon: deprovisioning lifts it
+    assert node["metadata"]["annotations"] == {DEPROVISIONING_CORDON: "true"}
