@@ -3,7 +3,9 @@
 `up()` generates the PKI, starts every component on free loopback ports with its data and logs
 under the cluster directory, waits until each is ready, writes `DIR/kubeconfig`, installs
 karpy's CRDs and records pids and ports in `DIR/state.json`. `down()` stops exactly the recorded
-processes (by pid, whole process group), from this or any other process.
+processes (by pid, whole process group), from this or any other process. `restart(name)` stops
+one component and starts it again with the same command line (same ports, same data), as an
+operator restarting a control-plane process would.
 Neighbours: `components.py` (argv), `procs.py` (processes), `manifests.py` (CRDs, webhooks).
 """
 
@@ -229,6 +231,35 @@ class LocalCluster:
         state.ready_seconds = round(time.monotonic() - started, 2)
         save(self.dir, state)
         return state
+
+    def restart(self, name: str, downtime: float = 0.0, timeout: float = 60.0) -> procs.Proc:
+        """Stop component `name`, wait `downtime` seconds, start it again with the argv it ran with
+        and return once it is healthy. It dies with this process if this process started the cluster."""
+        state = self.state
+        if state is None:
+            raise ClusterError(f"no cluster is running in {self.dir}")
+        index = next((i for i, p in enumerate(state.procs) if p.name == name), None)
+        if index is None:
+            raise ClusterError(f"no component {name!r}; components: {[p.name for p in state.procs]}")
+        old = state.procs[index]
+        argv = procs.cmdline(old)
+        procs.stop(old)
+        time.sleep(downtime)
+        new = procs.start(name, argv, Path(old.log).parent, die_with_parent=state.owner_pid == os.getpid())
+        state.procs[index] = new
+        save(self.dir, state)
+        procs.wait_until(f"{name} healthy after a restart", self._health_check(name, state), timeout, [new])
+        return new
+
+    def _health_check(self, name: str, state: ClusterState) -> Callable[[], bool]:
+        port = state.ports.get(name, 0)
+        if name == "etcd":
+            return lambda: probes.etcd_healthy(port)
+        if name == "kube-apiserver":
+            return _healthy(state.server + "/readyz", probes.admin_context(self.pki))
+        if name == "kwok":
+            return _healthy(f"http://127.0.0.1:{port}/healthz", None)
+        return _healthy(f"https://127.0.0.1:{port}/healthz", probes.insecure_context())
 
     def down(self) -> list[str]:
         """Stop every recorded process (newest first); return the names of those stopped."""

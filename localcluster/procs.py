@@ -95,6 +95,14 @@ def alive(proc: Proc) -> bool:
     return ticks is not None and ticks == proc.start_ticks
 
 
+def cmdline(proc: Proc) -> list[str]:
+    """The argv of the recorded process while it runs (from `/proc/<pid>/cmdline`)."""
+    if not alive(proc):
+        raise ProcessLookupError(f"{proc.name} (pid {proc.pid}) is not running")
+    raw = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+    return [arg.decode() for arg in raw.split(b"\0")[:-1]]
+
+
 def _reap(pid: int) -> None:
     """Collect our own exited child so it does not linger as a zombie."""
     with contextlib.suppress(ChildProcessError, OSError):

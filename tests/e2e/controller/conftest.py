@@ -5,6 +5,7 @@
 `local_cluster` (text logs in the test's tmp dir, its own Lease name, the HTTP server on a free
 port), kills them (SIGKILL) or stops them (SIGTERM). Teardown deletes what the test made and
 strips finalizers from any node left over, so tests do not leak into each other.
+`karpy_env(cluster, tmp_path)` gives the same on another cluster (a test's own).
 Assertions read the API server through karpy's own `KubeClient` (fast) and the cloud through
 `SimulatedCloudProvider` on the same file.
 """
@@ -217,15 +218,16 @@ def _ignore(call: Callable[[], Any]) -> None:
         call()
 
 
-@pytest.fixture
-def karpy(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
+@contextlib.contextmanager
+def karpy_env(cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
+    """A `KarpyEnv` on `cluster` (a fresh namespace, cloud file and Lease), cleaned up afterwards."""
     n = next(_counter)
     namespace = f"e2e-karpy-{n}-{int(time.time()) % 100000}"
-    kube = KubeClient(str(local_cluster.kubeconfig))
+    kube = KubeClient(str(cluster.kubeconfig))
     kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     db = tmp_path / "cloud.db"
     env = KarpyEnv(
-        cluster=local_cluster,
+        cluster=cluster,
         kube=kube,
         namespace=namespace,
         db=db,
@@ -237,3 +239,9 @@ def karpy(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
         yield env
     finally:
         env.cleanup()
+
+
+@pytest.fixture
+def karpy(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
+    with karpy_env(local_cluster, tmp_path) as env:
+        yield env
