@@ -17,6 +17,8 @@ SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_IP = "10.0.0.1"
 POD_CIDR = "10.244.0.0/16"
 NODE_IP = "10.240.0.1"  # every kwok node reports this InternalIP
+KUBE_API_QPS = 200
+KUBE_API_BURST = 400
 
 # What the tests and karpy need from kube-controller-manager: workloads make pods, namespaces and
 # garbage get cleaned up, ServiceAccounts exist (so the ServiceAccount admission plugin stays on),
@@ -122,6 +124,10 @@ def _component_common(lay: Layout, port: int, name: str) -> list[str]:
         f"--kubeconfig={kc}",
         f"--authentication-kubeconfig={kc}",
         f"--authorization-kubeconfig={kc}",
+        # Client rate limits (defaults: controller manager 20 qps, scheduler 50): the ReplicaSet
+        # controller would otherwise create 1,000 pods in no less than 50 s.
+        f"--kube-api-qps={KUBE_API_QPS}",
+        f"--kube-api-burst={KUBE_API_BURST}",
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
