@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from localcluster.procs import free_port
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["free_port", "karpy", "stop", "wait_until"]
 
 
 def karpy(args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
