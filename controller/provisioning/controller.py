@@ -7,10 +7,12 @@ call it directly with a `FakeClock`): snapshot → decide → act.
 2. Every provisionable pod not seen before (or still pending after `retry_seconds`, 10 s)
    triggers the batcher; when its window closes, a fresh snapshot is scheduled with
    `controller.scheduling.scheduler.schedule()`.
-3. Each new node is launched (`launcher.Launcher`); its pods are bound to it (Binding
-   subresource) while the node is held cordoned, then it is released (`nodes.BINDING_HOLD`);
-   with `bind_pods` off, kube-scheduler binds them instead. Pods the
-   scheduler placed on existing karpy nodes are bound there too.
+3. Each new node is launched (`launcher.Launcher`) held cordoned (`nodes.BINDING_HOLD`). Once
+   the batch is launched, each planned pod that `bindcheck.refusal()` accepts against a fresh
+   snapshot is bound (Binding subresource); then every held node is released at once. Pods
+   karpy does not bind — placed on existing nodes, depending on pods of other nodes (zonal
+   spread or (anti-)affinity), or not tolerating a startup taint — are left to kube-scheduler,
+   which sees the new nodes; with `bind_pods` off it binds them all.
 4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
    decision record, and stay pending: they are retried in the next window.
 """
@@ -33,12 +35,13 @@ from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
-from controller.provisioning.decide import Candidates, candidates, scheduling_input
+from controller.provisioning.bindcheck import BindContext, refusal
+from controller.provisioning.decide import Candidates, candidates, daemonset_pods, scheduling_input
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
 from controller.provisioning.nodes import BINDING_HOLD, BINDING_HOLD_SECONDS, release_patch
 from controller.scheduling.scheduler import schedule
-from controller.scheduling.types import SchedulingResult, SchedulingSettings
+from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import PodView, Snapshot
 
@@ -147,6 +150,7 @@ class ProvisioningController:
     ) -> None:
         usage = {name: snap.provisioner_usage(name) for name in snap.provisioners}
         nominated_events = 0
+        held: list[tuple[str, tuple[str, ...]]] = []
         for node in result.new_nodes:
             view = snap.provisioners.get(node.provisioner)
             if view is None or view.spec is None:
@@ -174,24 +178,30 @@ class ProvisioningController:
                     pod_keys, node.provisioner, inst.instance_type, inst.zone, inst.capacity_type, inst.price,
                 )
             )  # fmt: skip
-            to_bind = [pending[k] for k in pod_keys if k in pending]
-            for pod in to_bind[: max(0, NOMINATED_EVENTS_PER_BATCH - nominated_events)]:
-                self.recorder.publish(events.nominated(pod, launched.node_name))
+            for key in [k for k in pod_keys if k in pending][: max(0, NOMINATED_EVENTS_PER_BATCH - nominated_events)]:
+                self.recorder.publish(events.nominated(pending[key], launched.node_name))
                 nominated_events += 1
             if self.settings.bind_pods:
-                outcome.bound += self._bind(to_bind, launched.node_name)
-                self._release(launched.node_name)
+                held.append((launched.node_name, tuple(k for k in pod_keys if k in pending)))
+        if held:
+            # Bind against the cluster as it is now, not as the plan saw it; then release every
+            # held node at once, so kube-scheduler sees all the batch's new domains together.
+            ctx = BindContext.of(self.state.snapshot(), daemonset_pods(snap.daemonsets))
+            for node_name, keys in held:
+                outcome.bound += self._bind(ctx, keys, node_name)
+            for node_name, _ in held:
+                self._release(node_name)
 
     def _bind_existing(
         self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: Outcome
     ) -> None:
-        for node_name, pod_keys in result.existing_assignments.items():
+        """Pods planned onto existing nodes are nominated, not bound: those nodes are not held, so
+        kube-scheduler (which binds there on its own) decides, and no two binders race."""
+        for node_name in result.existing_assignments:
             node = snap.nodes.get(node_name)
             if node is None or node.marked_for_deletion:
                 continue
             self.state.nominate([node_name], snap.now + self.settings.nomination_seconds)
-            if self.settings.bind_pods and node.owned:
-                outcome.bound += self._bind([pending[k] for k in pod_keys if k in pending], node_name)
 
     def _release(self, node: str, keep_cordoned: bool = False) -> None:
         try:
@@ -209,7 +219,20 @@ class ProvisioningController:
             if held and snap.now - node.created > BINDING_HOLD_SECONDS:
                 self._release(node.name, keep_cordoned=DEPROVISIONING_CORDON in node.annotations)
 
-    def _bind(self, pods: Iterable[PodView], node: str) -> list[str]:
+    def _bind(self, ctx: BindContext, keys: Iterable[str], node: str) -> list[str]:
+        """Bind the planned pods that `bindcheck` accepts, checked one after another against the
+        node as it is now plus the pods accepted before them; the others are left pending."""
+        accepted: list[PodView] = []
+        placed: list[PodRequest] = []
+        for key in keys:
+            why = refusal(ctx, key, node, placed)
+            pod = ctx.snapshot.pods.get(key)
+            if why or pod is None or pod.request is None:
+                log.info("not binding pod %s to %s: %s", key, node, why)
+                continue
+            accepted.append(pod)
+            placed.append(pod.request)
+
         def one(pod: PodView) -> str | None:
             try:
                 self.kube.bind(pod.namespace, pod.name, node)
@@ -221,7 +244,7 @@ class ProvisioningController:
             self.state.record_binding(pod.key, node)
             return pod.key
 
-        return [key for key in self._pool.map(one, list(pods)) if key]
+        return [key for key in self._pool.map(one, accepted) if key]
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

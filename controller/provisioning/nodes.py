@@ -1,9 +1,10 @@
 """The Node object karpy creates for a launched instance (spec §8.2; design.md). Pure.
 
 Labels: the new node's labels (provisioner labels, single-valued requirements, provisioner
-name; restricted keys such as `kubernetes.io/hostname` never injected) overlaid by the
-instance's labels (instance-type labels, actual zone and capacity type, and for the simulated
-cloud the kwok label) — cloud-provider keys win. Annotations: the provisioner's plus the
+name; restricted keys such as `kubernetes.io/hostname` never taken from the provisioner)
+overlaid by the instance's labels (instance-type labels, actual zone and capacity type, and for
+the simulated cloud the kwok label) — cloud-provider keys win — and `kubernetes.io/hostname` set
+to the node's name, as its kubelet would. Annotations: the provisioner's plus the
 instance's. Taints: taints + startup taints. Finalizer `karpenter.sh/termination`;
 `spec.providerID`; an ownerReference to the Provisioner (so deleting it cascades); status
 capacity and allocatable as the instance reports them (kwok keeps them).
@@ -43,6 +44,9 @@ def node_labels(node: NewNode, instance: Instance) -> dict[str, str]:
     labels = {k: v for k, v in node.labels.items() if not L.is_restricted_label(k)}
     labels.update(instance.labels)
     labels[L.PROVISIONER_NAME] = node.provisioner
+    # What the kubelet sets on registration. kube-scheduler keys hostname anti-affinity and spread
+    # on this label and ignores a node without it, so it must be there before any pod is bound.
+    labels[L.HOSTNAME] = instance.name
     return dict(sorted(labels.items()))
 
 

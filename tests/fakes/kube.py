@@ -4,7 +4,8 @@ Objects are dicts per kind; resourceVersions increase; `delete` of an object wit
 sets `deletionTimestamp` (removing the last finalizer by patch then deletes it), as the API
 server does. Knobs: `evict_errors[pod_key]` (a list of exceptions raised by successive evictions),
 `watch_script` (events/exceptions `watch` yields/raises), `fail_next[method]`. Records: `calls`
-(method, args), `events` (created Event objects), `evictions`, `bindings`.
+(method, args), `events` (created Event objects), `evictions`, `bindings`, and `log`: every write
+as a watch would report it, `(resourceVersion, kind name, ADDED|MODIFIED|DELETED, object)`, in order.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class FakeKube:
         self.evict_errors: dict[str, list[Exception]] = {}
         self.watch_script: list[WatchEvent | Exception] = []
         self.fail_next: dict[str, Exception] = {}
+        self.log: list[tuple[int, str, str, Obj]] = []
 
     # Helpers for tests -----------------------------------------------------------------------
 
@@ -53,8 +55,16 @@ class FakeKube:
         meta.setdefault("uid", f"uid-{meta.get('name')}")
         self.rv += 1
         meta["resourceVersion"] = str(self.rv)
-        self.objects.setdefault(kind.name, {})[_key(kind, meta.get("name", ""), meta.get("namespace"))] = stored
+        store = self.objects.setdefault(kind.name, {})
+        key = _key(kind, meta.get("name", ""), meta.get("namespace"))
+        self.log.append((self.rv, kind.name, "MODIFIED" if key in store else "ADDED", copy.deepcopy(stored)))
+        store[key] = stored
         return stored
+
+    def _remove(self, kind: Kind, key: str) -> None:
+        removed = self.objects[kind.name].pop(key)
+        self.rv += 1
+        self.log.append((self.rv, kind.name, "DELETED", copy.deepcopy(removed)))
 
     def items(self, kind: Kind) -> list[Obj]:
         return list(self.objects.get(kind.name, {}).values())
@@ -116,7 +126,7 @@ class FakeKube:
             raise ConflictError("the object has been modified", 409)
         updated = merge_patch(current, patch)
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
-            del self.objects[kind.name][_key(kind, name, namespace)]
+            self._remove(kind, _key(kind, name, namespace))
             return dict(updated)
         return copy.deepcopy(self.put(kind, updated))
 
@@ -138,7 +148,7 @@ class FakeKube:
                 current["metadata"]["deletionTimestamp"] = format_timestamp(self.clock.now())
                 self.put(kind, current)
             return
-        del self.objects[kind.name][_key(kind, name, namespace)]
+        self._remove(kind, _key(kind, name, namespace))
 
     def bind(self, namespace: str, pod: str, node: str) -> None:
         self.calls.append(("bind", (namespace, pod, node)))

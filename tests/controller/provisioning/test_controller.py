@@ -68,7 +68,8 @@ TOLERATE = [{"key": "dedicated", "operator": "Exists"}]
 def test_pending_pods_get_a_node_with_the_provisioners_shape_and_are_bound() -> None:
     env = make_env()
     for i in range(3):
-        env.kube.put(PODS, make_pod(f"p{i}", cpu="500m", tolerations=TOLERATE))
+        tolerations = [*TOLERATE, {"key": "init", "operator": "Exists"}]
+        env.kube.put(PODS, make_pod(f"p{i}", cpu="500m", tolerations=tolerations))
     env.run_batch()
     (node,) = env.kube.items(NODES)
     labels, spec = node["metadata"]["labels"], node["spec"]
@@ -78,7 +79,18 @@ def test_pending_pods_get_a_node_with_the_provisioners_shape_and_are_bound() -> 
     assert node["metadata"]["finalizers"] == [L.TERMINATION_FINALIZER]
     assert spec["providerID"].startswith("fake:///")
     assert node["status"]["allocatable"]["cpu"]
+    assert node["metadata"]["labels"][L.HOSTNAME] == node["metadata"]["name"]
     assert sorted(p for p, _ in env.kube.bindings) == ["default/p0", "default/p1", "default/p2"]
+
+
+def test_pods_that_do_not_tolerate_a_startup_taint_are_left_to_kube_scheduler() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.run_batch()
+    (node,) = env.kube.items(NODES)
+    assert {t["key"] for t in node["spec"]["taints"]} == {"dedicated", "init"}
+    assert env.kube.bindings == []  # kube-scheduler binds it once the startup taint is removed
+    assert "unschedulable" not in node["spec"]
 
 
 def test_window_waits_for_idle() -> None:

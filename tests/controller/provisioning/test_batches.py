@@ -1,0 +1,140 @@
+"""Batch to batch: every binding karpy makes is one kube-scheduler would accept (issue 8).
+
+Runs the real provisioning controller in-process (`simcluster.SimCluster`) on sequences of
+arrivals with constraints of every kind, with a fake kube-scheduler binding at the same time,
+pods arriving while nodes are being launched, the watch lagging or catching up mid-reconcile,
+and controller restarts between batches. After each run the independent checker
+(`tests/support/placement.py`) replays the apiserver's writes and checks every binding against
+the cluster as it was just before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.controller.provisioning.simcluster import SimCluster
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+def _sel(app: str) -> dict[str, Any]:
+    return {"matchLabels": {"app": app}}
+
+
+def spread(app: str, key: str, skew: int, when: str = "DoNotSchedule") -> dict[str, Any]:
+    return {"topologySpreadConstraints": [
+        {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when, "labelSelector": _sel(app)}]}  # fmt: skip
+
+
+def anti(app: str, key: str, target: str | None = None) -> dict[str, Any]:
+    term = {"topologyKey": key, "labelSelector": _sel(target or app)}
+    return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+
+
+def affine(app: str, key: str, target: str | None = None) -> dict[str, Any]:
+    term = {"topologyKey": key, "labelSelector": _sel(target or app)}
+    return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+
+
+WORKLOADS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "generic": lambda app: {},
+    "zone-spread-1": lambda app: spread(app, ZONE, 1),
+    "zone-spread-2": lambda app: spread(app, ZONE, 2),
+    "host-spread-1": lambda app: spread(app, HOST, 1),
+    "zone-spread-anyway": lambda app: spread(app, ZONE, 1, "ScheduleAnyway"),
+    "host-anti": lambda app: anti(app, HOST),
+    "zone-anti": lambda app: anti(app, ZONE),
+    "zone-affine": lambda app: affine(app, ZONE),
+    "host-anti-generic": lambda app: anti(app, HOST, "generic"),
+    "on-demand": lambda app: {"nodeSelector": {"karpenter.sh/capacity-type": "on-demand"}},
+    "zone-b": lambda app: {"nodeSelector": {ZONE: "us-west-2b"}},
+}
+SIZES = {"small": ("250m", "256Mi"), "medium": ("500m", "1Gi"), "large": ("1500m", "2Gi")}
+
+
+def arrive(sim: SimCluster, workload: str, count: int, size: str) -> None:
+    cpu, memory = SIZES[size]
+    for _ in range(count):
+        sim.add_pod(workload, cpu=cpu, memory=memory, **WORKLOADS[workload](workload))
+
+
+def expect_no_violations(sim: SimCluster) -> None:
+    problems = sim.violations()
+    assert not problems, "\n".join(problems)
+
+
+# -- reproductions of the reported run ----------------------------------------------------------
+
+
+def test_mutually_anti_affine_pods_arriving_over_batches_never_share_a_node() -> None:
+    sim = SimCluster()
+    arrive(sim, "generic", 6, "medium")
+    sim.kube_scheduler()
+    sim.batch()
+    arrive(sim, "host-anti", 2, "small")
+    sim.kube_scheduler()
+    sim.hooks.before_create.append(lambda: arrive(sim, "host-anti", 2, "small"))
+    sim.batch()
+    sim.kube_scheduler()
+    sim.batch()
+    sim.kube_scheduler()
+    expect_no_violations(sim)
+
+
+def test_zonal_spread_over_batches_with_kube_scheduler_binding_meanwhile() -> None:
+    sim = SimCluster()
+    arrive(sim, "zone-spread-1", 2, "medium")
+    sim.kube_scheduler()
+    sim.hooks.before_bind.append(lambda: (arrive(sim, "zone-spread-1", 2, "medium"), sim.kube_scheduler()))
+    sim.batch()
+    arrive(sim, "zone-spread-1", 2, "medium")
+    sim.kube_scheduler()
+    sim.batch()
+    sim.kube_scheduler()
+    sim.batch()
+    sim.kube_scheduler()
+    expect_no_violations(sim)
+
+
+# -- the property --------------------------------------------------------------------------------
+
+ARRIVAL = st.tuples(st.sampled_from(sorted(WORKLOADS)), st.integers(1, 4), st.sampled_from(sorted(SIZES)))
+STEP = st.one_of(
+    st.tuples(st.just("arrive"), ARRIVAL),
+    st.tuples(st.just("kube-scheduler"), st.none()),
+    st.tuples(st.just("batch"), st.none()),
+    st.tuples(st.just("restart"), st.none()),
+    st.tuples(st.just("arrive-during-launch"), ARRIVAL),
+    st.tuples(st.just("kube-scheduler-during-bind"), st.none()),
+    st.tuples(st.just("watch-during-bind"), st.none()),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(STEP, min_size=3, max_size=14))
+def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(steps: list[tuple[str, Any]]) -> None:
+    sim = SimCluster()
+    for action, arg in steps:
+        if action == "arrive":
+            arrive(sim, *arg)
+        elif action == "kube-scheduler":
+            sim.kube_scheduler()
+        elif action == "batch":
+            sim.batch()
+        elif action == "restart":
+            sim.restart()
+        elif action == "arrive-during-launch":
+            sim.hooks.before_create.append(lambda a=arg: (arrive(sim, *a), sim.kube_scheduler()))
+        elif action == "kube-scheduler-during-bind":
+            sim.hooks.before_bind.append(sim.kube_scheduler)
+        elif action == "watch-during-bind":
+            sim.hooks.before_bind.append(sim.sync)
+    sim.kube_scheduler()
+    sim.batch()
+    sim.kube_scheduler()
+    expect_no_violations(sim)

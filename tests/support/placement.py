@@ -1,0 +1,391 @@
+"""An independent checker of pod placements: would kube-scheduler have accepted each binding?
+
+Test code only, and deliberately independent of karpy: it imports nothing from `controller`, parses
+quantities, selectors, affinities and taints itself from the wire objects, and follows
+kube-scheduler's filter semantics (not karpy's):
+
+- resources: the requests of the pods on the node (max of the summed containers and each init
+  container, plus overhead) fit `status.allocatable`, and the pod count fits `pods`;
+- taints: every `NoSchedule`/`NoExecute` taint is tolerated, except the node-lifecycle taints
+  `node.kubernetes.io/*` (not-ready, unreachable, unschedulable, …); a cordoned node accepts
+  nothing unless it is karpy's own binding hold (annotation `karpy.sh/binding-hold`), and a node
+  being deleted accepts nothing;
+- `nodeSelector` and required node affinity match the node's labels;
+- required pod anti-affinity, both directions (the pod's own terms, and every bound pod's terms
+  against the pod);
+- required pod affinity (a matching pod in the same domain, or none anywhere and the pod matches
+  its own term, as kube-scheduler allows for the first pod of a group);
+- `DoNotSchedule` topology spread: domains are the values of the key on the nodes that match the
+  pod's node selector and affinity (`nodeAffinityPolicy: Honor`, `nodeTaintsPolicy: Ignore`),
+  counting matching pods of the pod's namespace that are not being deleted; `minDomains` makes
+  the global minimum 0 when fewer domains exist.
+
+`replay(events)` walks a recorded stream of pod and node watch events in resourceVersion order
+(the apiserver's own order of writes) and checks every binding against the cluster as it was
+just before it — which is what kube-scheduler's acceptance means for order-dependent rules such
+as topology spread, and how a binding made against a stale plan is caught.
+`final_violations(nodes, pods)` checks the order-independent rules on a final state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+Obj = Mapping[str, Any]
+
+BINDING_HOLD = "karpy.sh/binding-hold"
+_SUFFIX = {
+    "": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+}  # fmt: skip
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$")
+
+
+def quantity(value: Any) -> Decimal:
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise ValueError(f"bad quantity {value!r}")
+    return Decimal(match.group(1)) * Decimal(_SUFFIX[match.group(2) or ""])
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def pod_key(pod: Obj) -> str:
+    return f"{_meta(pod).get('namespace', 'default')}/{_meta(pod).get('name')}"
+
+
+def pod_requests(pod: Obj) -> dict[str, Decimal]:
+    spec = pod.get("spec") or {}
+    total: dict[str, Decimal] = {}
+    for c in spec.get("containers") or []:
+        for name, value in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[name] = total.get(name, Decimal(0)) + quantity(value)
+    for c in spec.get("initContainers") or []:
+        for name, value in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[name] = max(total.get(name, Decimal(0)), quantity(value))
+    for name, value in (spec.get("overhead") or {}).items():
+        total[name] = total.get(name, Decimal(0)) + quantity(value)
+    return total
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector semantics; a missing selector matches nothing."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _node_expr_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = expr["key"], expr["operator"], [str(v) for v in expr.get("values") or []]
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt"):
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except (KeyError, ValueError, IndexError):
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def node_affinity_matches(pod: Obj, node: Obj) -> bool:
+    spec = pod.get("spec") or {}
+    labels = _meta(node).get("labels") or {}
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {})  # fmt: skip
+    terms = required.get("nodeSelectorTerms")
+    if not terms:
+        return True
+    for term in terms:
+        fields = term.get("matchFields") or []
+        name_ok = all(_node_expr_matches(f, {"metadata.name": _meta(node).get("name", "")}) for f in fields)
+        if name_ok and all(_node_expr_matches(e, labels) for e in term.get("matchExpressions") or []):
+            return True
+    return False
+
+
+def tolerates(pod: Obj, taint: Mapping[str, Any]) -> bool:
+    for t in (pod.get("spec") or {}).get("tolerations") or []:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        op = t.get("operator") or "Equal"
+        if not t.get("key"):
+            if op == "Exists":
+                return True
+            continue
+        if t.get("key") != taint.get("key"):
+            continue
+        if op == "Exists" or (t.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def _terms(pod: Obj, kind: str) -> list[Mapping[str, Any]]:
+    section = ((pod.get("spec") or {}).get("affinity") or {}).get(kind) or {}
+    return list(section.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+
+
+def _term_selects(owner: Obj, term: Mapping[str, Any], other: Obj) -> bool:
+    """Whether `term` (declared by `owner`) selects pod `other` (namespace and labels)."""
+    ns = _meta(other).get("namespace", "default")
+    namespaces = term.get("namespaces") or []
+    if term.get("namespaceSelector") is not None:
+        if term["namespaceSelector"] not in ({}, None) and ns not in namespaces:
+            return False  # a non-empty namespaceSelector is not evaluated here: only listed namespaces
+    elif namespaces:
+        if ns not in namespaces:
+            return False
+    elif ns != _meta(owner).get("namespace", "default"):
+        return False
+    return selector_matches(term.get("labelSelector"), _meta(other).get("labels") or {})
+
+
+def _domain(node: Obj | None, key: str, view: ClusterView | None = None) -> str | None:
+    """The node's value of a topology key. The checker reads a node without a
+    `kubernetes.io/hostname` label as its own host (what the user means); kube-scheduler — and so
+    a view built `as_kube_scheduler` — reads it as outside every hostname domain."""
+    if node is None:
+        return None
+    labels = _meta(node).get("labels") or {}
+    if key == "kubernetes.io/hostname" and key not in labels and not (view is not None and view.as_kube_scheduler):
+        return str(_meta(node).get("name"))
+    return labels.get(key)
+
+
+@dataclass
+class ClusterView:
+    """Nodes by name and bound pods by key, as they were at one moment."""
+
+    nodes: dict[str, Obj] = field(default_factory=dict)
+    pods: dict[str, Obj] = field(default_factory=dict)
+    as_kube_scheduler: bool = False
+
+    def bound(self) -> Iterable[Obj]:
+        for pod in self.pods.values():
+            if (pod.get("spec") or {}).get("nodeName") and not _terminal(pod):
+                yield pod
+
+    def node_of(self, pod: Obj) -> Obj | None:
+        return self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def _terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def placement_violations(pod: Obj, node_name: str, view: ClusterView) -> list[str]:
+    """What kube-scheduler would refuse about binding `pod` to `node_name` in `view` ([] = accept)."""
+    key = pod_key(pod)
+    node = view.nodes.get(node_name)
+    where = f"{key} on {node_name}"
+    if node is None:
+        return [f"{where}: the node does not exist"]
+    out: list[str] = []
+    meta, spec = _meta(node), node.get("spec") or {}
+    if meta.get("deletionTimestamp"):
+        out.append(f"{where}: the node is being deleted")
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    if spec.get("unschedulable") and BINDING_HOLD not in (meta.get("annotations") or {}) and not tolerates(pod, cordon):
+        out.append(f"{where}: the node is cordoned")
+    for taint in spec.get("taints") or []:
+        lifecycle = str(taint.get("key", "")).startswith("node.kubernetes.io/")
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not lifecycle and not tolerates(pod, taint):
+            out.append(f"{where}: taint {taint.get('key')}:{taint.get('effect')} not tolerated")
+    if not node_affinity_matches(pod, node):
+        out.append(f"{where}: nodeSelector / required node affinity does not match the node's labels")
+    others = [p for p in view.bound() if pod_key(p) != key]
+    out += _resource_violations(pod, node, [p for p in others if p["spec"]["nodeName"] == node_name], where)
+    out += _anti_affinity_violations(pod, node, others, view, where)
+    out += _affinity_violations(pod, node, others, view, where)
+    out += _spread_violations(pod, node, others, view, where)
+    return out
+
+
+def _resource_violations(pod: Obj, node: Obj, on_node: Sequence[Obj], where: str) -> list[str]:
+    allocatable = {k: quantity(v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()}
+    used: dict[str, Decimal] = {"pods": Decimal(len(on_node) + 1)}
+    for p in (*on_node, pod):
+        for name, value in pod_requests(p).items():
+            used[name] = used.get(name, Decimal(0)) + value
+    out = []
+    for name, value in sorted(used.items()):
+        if value > 0 and value > allocatable.get(name, Decimal(0)):
+            out.append(f"{where}: {name} requests {value} exceed allocatable {allocatable.get(name, 0)}")
+    return out
+
+
+def _anti_affinity_violations(pod: Obj, node: Obj, others: Sequence[Obj], view: ClusterView, where: str) -> list[str]:
+    out = []
+    for term in _terms(pod, "podAntiAffinity"):
+        mine = _domain(node, term["topologyKey"], view)
+        if mine is None:
+            continue
+        for other in others:
+            if _term_selects(pod, term, other) and _domain(view.node_of(other), term["topologyKey"], view) == mine:
+                out.append(f"{where}: its anti-affinity on {term['topologyKey']} repels {pod_key(other)}")
+    for other in others:
+        for term in _terms(other, "podAntiAffinity"):
+            theirs = _domain(view.node_of(other), term["topologyKey"], view)
+            mine = _domain(node, term["topologyKey"], view)
+            if theirs is not None and _term_selects(other, term, pod) and mine == theirs:
+                out.append(f"{where}: {pod_key(other)}'s anti-affinity on {term['topologyKey']} repels it")
+    return out
+
+
+def _affinity_violations(pod: Obj, node: Obj, others: Sequence[Obj], view: ClusterView, where: str) -> list[str]:
+    terms = _terms(pod, "podAffinity")
+    if not terms:
+        return []
+    if not any(_term_selects(pod, t, o) for t in terms for o in others) and all(
+        _term_selects(pod, t, pod) for t in terms
+    ):
+        return []  # the first pod of a self-affine group may go anywhere its node constraints allow
+    out = []
+    for term in terms:
+        mine = _domain(node, term["topologyKey"], view)
+        if mine is None or not any(
+            _term_selects(pod, term, o) and _domain(view.node_of(o), term["topologyKey"], view) == mine for o in others
+        ):
+            out.append(f"{where}: no pod its affinity on {term['topologyKey']} requires is in that domain")
+    return out
+
+
+def _spread_violations(pod: Obj, node: Obj, others: Sequence[Obj], view: ClusterView, where: str) -> list[str]:
+    out = []
+    namespace = _meta(pod).get("namespace", "default")
+    labels = _meta(pod).get("labels") or {}
+    for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or []:
+        if c.get("whenUnsatisfiable", "DoNotSchedule") != "DoNotSchedule":
+            continue
+        key, selector = c["topologyKey"], c.get("labelSelector")
+        target = _domain(node, key, view)
+        if target is None:
+            out.append(f"{where}: the node has no {key} label for its topology spread")
+            continue
+        counts: dict[str, int] = {}
+        for candidate in view.nodes.values():
+            domain = _domain(candidate, key, view)
+            if domain is not None and node_affinity_matches(pod, candidate):
+                counts.setdefault(domain, 0)
+        counts.setdefault(target, 0)
+        for other in others:
+            domain = _domain(view.node_of(other), key, view)
+            if (
+                domain in counts
+                and _meta(other).get("namespace", "default") == namespace
+                and not _meta(other).get("deletionTimestamp")
+                and selector_matches(selector, _meta(other).get("labels") or {})
+                and node_affinity_matches(pod, view.node_of(other) or {})
+            ):
+                counts[domain] += 1
+        low = min(counts.values())
+        if c.get("minDomains") and len(counts) < int(c["minDomains"]):
+            low = 0
+        self_match = 1 if selector_matches(selector, labels) else 0
+        skew = counts[target] + self_match - low
+        if skew > int(c["maxSkew"]):
+            out.append(f"{where}: topology spread on {key} skew {skew} > maxSkew {c['maxSkew']} (counts {counts})")
+    return out
+
+
+@dataclass(frozen=True)
+class Event:
+    """One watch event: `rv` orders it among all writes of the cluster."""
+
+    rv: int
+    kind: str  # "pods" | "nodes"
+    type: str  # ADDED | MODIFIED | DELETED
+    obj: Obj
+
+
+def replay(events: Iterable[Event], initial: ClusterView | None = None) -> list[str]:
+    """Every binding in `events` checked against the cluster just before it (see module doc)."""
+    view = initial or ClusterView()
+    out: list[str] = []
+    for event in sorted(events, key=lambda e: e.rv):
+        if event.kind == "nodes":
+            name = str(_meta(event.obj).get("name"))
+            if event.type == "DELETED":
+                view.nodes.pop(name, None)
+            else:
+                view.nodes[name] = event.obj
+            continue
+        key = pod_key(event.obj)
+        if event.type == "DELETED":
+            view.pods.pop(key, None)
+            continue
+        before = view.pods.get(key)
+        node_name = (event.obj.get("spec") or {}).get("nodeName")
+        if node_name and not (before and (before.get("spec") or {}).get("nodeName")):
+            out += placement_violations(event.obj, node_name, view)
+        view.pods[key] = event.obj
+    return out
+
+
+def final_violations(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[str]:
+    """The order-independent rules on one final state: resources, taints other than startup taints
+    already removed, selectors and affinity, and pod (anti-)affinity."""
+    view = ClusterView({str(_meta(n).get("name")): n for n in nodes}, {pod_key(p): p for p in pods})
+    out: list[str] = []
+    for pod in list(view.bound()):
+        key, node_name = pod_key(pod), pod["spec"]["nodeName"]
+        node = view.nodes.get(node_name)
+        if node is None:
+            continue  # its node is gone (being torn down)
+        where = f"{key} on {node_name}"
+        others = [p for p in view.bound() if pod_key(p) != key]
+        on_node = [p for p in others if p["spec"]["nodeName"] == node_name]
+        for taint in (node.get("spec") or {}).get("taints") or []:
+            lifecycle = str(taint.get("key", "")).startswith("node.kubernetes.io/")
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not lifecycle and not tolerates(pod, taint):
+                out.append(f"{where}: taint {taint.get('key')} not tolerated")
+        if not node_affinity_matches(pod, node):
+            out.append(f"{where}: nodeSelector / required node affinity does not match")
+        out += _anti_affinity_violations(pod, node, others, view, where)
+        out += [v for v in _resource_violations(pod, node, on_node, where) if v not in out]
+    return sorted(set(out))
+
+
+def domain_counts(nodes: Iterable[Obj], pods: Iterable[Obj], key: str, selector: Mapping[str, Any]) -> dict[str, int]:
+    """How many bound pods matching `selector` run in each value of the node label `key`."""
+    by_name = {str(_meta(n).get("name")): n for n in nodes}
+    counts: dict[str, int] = {}
+    for pod in pods:
+        node = by_name.get((pod.get("spec") or {}).get("nodeName") or "")
+        if node is None or not selector_matches(selector, _meta(pod).get("labels") or {}):
+            continue
+        domain = _domain(node, key)
+        if domain is not None:
+            counts[domain] = counts.get(domain, 0) + 1
+    return counts
