@@ -31,6 +31,7 @@ from controller.leaderelection import LeaderElector
 from controller.metrics import RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.provisioning.counter import CounterController
+from controller.provisioning.initialization import InitializationController
 from controller.settings import Settings
 from controller.state.cluster import ClusterState
 from controller.state.informer import start_informers
@@ -116,6 +117,7 @@ def build(
     jobs = [
         Job(provisioning, settings.tick_seconds),
         Job(CounterController(state, kube), 1.0),
+        Job(InitializationController(state, kube), 1.0),
         Job(
             TerminationController(state, kube, cloud, clock, recorder, decisions), settings.termination_interval_seconds
         ),

@@ -2,13 +2,12 @@
 
 Pure: reads `controller.state.snapshot.Snapshot` views and the instance types per provisioner,
 returns frozen deprovisioning inputs. Only owned nodes (with `karpenter.sh/provisioner-name`)
-and loadable, non-deleting provisioners are kept. karpy decision: a node counts as initialized
-when it has `karpenter.sh/initialized: "true"` or, not being in flight, reports Ready.
+and loadable, non-deleting provisioners are kept. A node counts as initialized by
+`NodeView.initialized` (the label `provisioning/initialization.py` sets).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -37,8 +36,7 @@ def pod_info(pod: PodView) -> PodInfo | None:
 
 
 def node_info(node: NodeView) -> NodeInfo:
-    initialized = node.initialized or (node.ready and not node.in_flight)
-    state = dataclasses.replace(node.state_node(), initialized=initialized)
+    state = node.state_node()
     pods = tuple(info for info in (pod_info(p) for p in node.pods) if info is not None)
     return NodeInfo(
         state=state,
@@ -55,8 +53,11 @@ def daemonset_pod(obj: Mapping[str, Any]) -> PodRequest | None:
     meta = obj.get("metadata") or {}
     template = (obj.get("spec") or {}).get("template") or {}
     tmeta = dict(template.get("metadata") or {})
-    tmeta.update(namespace=meta.get("namespace"), name=f"{meta.get('name')}-daemon",
-                 ownerReferences=[{"kind": "DaemonSet", "controller": True, "name": meta.get("name")}])
+    tmeta.update(
+        namespace=meta.get("namespace"),
+        name=f"{meta.get('name')}-daemon",
+        ownerReferences=[{"kind": "DaemonSet", "controller": True, "name": meta.get("name")}],
+    )
     try:
         return pod_request({"metadata": tmeta, "spec": template.get("spec") or {}})
     except (PodSpecError, QuantityError, TypeError, ValueError) as err:

@@ -178,7 +178,7 @@ class DeprovisioningController:
                 if snap.now - ex.started > VANISHED_AFTER_SECONDS:
                     return self._fail(f"replacement node {name} disappeared", snap)
                 waiting.append(name)
-            elif not (view.initialized or (view.ready and not view.in_flight)):
+            elif not view.initialized:
                 waiting.append(name)
         if waiting:
             if snap.now - ex.started > self.settings.replacement_timeout_seconds:

@@ -135,7 +135,11 @@ class NodeView:
 
     @property
     def initialized(self) -> bool:
-        return self.labels.get(L.INITIALIZED) == "true"
+        """karpy's nodes: labelled `karpenter.sh/initialized` (`provisioning/initialization.py`);
+        nodes it does not manage: Ready."""
+        if self.owned:
+            return self.labels.get(L.INITIALIZED) == "true"
+        return self.ready and not self.in_flight
 
     @property
     def instance_type(self) -> str | None:
@@ -159,7 +163,7 @@ class NodeView:
             capacity=dict(self.capacity),
             taints=self.taints,
             pods=pods,
-            initialized=self.initialized or self.in_flight or self.ready,
+            initialized=self.initialized,
             marked_for_deletion=self.marked_for_deletion,
             creation_timestamp=str((self.obj.get("metadata") or {}).get("creationTimestamp") or ""),
         )

@@ -23,7 +23,7 @@ def test_build_wires_one_job_per_controller() -> None:
     clock = FakeClock()
     app = build(Settings(), kube=FakeKube(clock), cloud=FakeCloudProvider(clock=clock), clock=clock)
     names = [j.controller.name for j in app.jobs]
-    assert names[:4] == ["provisioning", "counter", "node.termination", "garbagecollection"]
+    assert names[:5] == ["provisioning", "counter", "node.initialization", "node.termination", "garbagecollection"]
     assert len(set(names)) == len(names)
 
 

@@ -72,10 +72,13 @@ def make_node(
     deleting: bool = False,
     ready: bool = True,
     instance_type: str = "m5.large",
+    initialized: bool = True,
 ) -> Obj:
     all_labels = {L.INSTANCE_TYPE: instance_type, L.CAPACITY_TYPE: "on-demand", L.ZONE: "us-west-2a"}
     if provisioner:
         all_labels[L.PROVISIONER_NAME] = provisioner
+        if initialized:
+            all_labels[L.INITIALIZED] = "true"
     all_labels.update(labels or {})
     meta: Obj = {
         "name": name,
