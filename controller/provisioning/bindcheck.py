@@ -62,14 +62,17 @@ def _affinity_term(term: PodAffinityTerm) -> _Term:
 
 def cross_node_terms(pods: Iterable[PodRequest]) -> frozenset[_Term]:
     """The terms by which one pod's placement constrains pods on other nodes: DoNotSchedule spread,
-    required anti-affinity off hostname, and required affinity on any key (its first-pod rule)."""
+    required anti-affinity off hostname, and the required affinity of a pod that matches its own
+    term (kube-scheduler lets the first pod of such a group go anywhere only while no pod matches
+    anywhere, so a new match elsewhere changes where it may go). Affinity to other pods only gains
+    options when a matching pod is placed, and hostname anti-affinity only concerns one node."""
     out: set[_Term] = set()
     for pod in pods:
         for c in pod.topology_spread:
             if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME:
                 out.add(_Term(frozenset({pod.namespace}), False, c.selector))
         out.update(_affinity_term(t) for t in pod.pod_anti_affinity if t.topology_key != HOSTNAME)
-        out.update(_affinity_term(t) for t in pod.pod_affinity)
+        out.update(term for term in map(_affinity_term, pod.pod_affinity) if term.selects(pod))
     return frozenset(out)
 
 

@@ -224,14 +224,22 @@ class ProvisioningController:
         node as it is now plus the pods accepted before them; the others are left pending."""
         accepted: list[PodView] = []
         placed: list[PodRequest] = []
-        for key in keys:
-            why = refusal(ctx, key, node, placed)
-            pod = ctx.snapshot.pods.get(key)
-            if why or pod is None or pod.request is None:
-                log.info("not binding pod %s to %s: %s", key, node, why)
-                continue
-            accepted.append(pod)
-            placed.append(pod.request)
+        remaining, refused = list(keys), dict[str, str]()
+        while remaining:  # again while a pass accepts more: a pod may need one accepted after it
+            refused = {}
+            for key in remaining:
+                why = refusal(ctx, key, node, placed)
+                pod = ctx.snapshot.pods.get(key)
+                if why or pod is None or pod.request is None:
+                    refused[key] = why
+                    continue
+                accepted.append(pod)
+                placed.append(pod.request)
+            if len(refused) == len(remaining):
+                break
+            remaining = list(refused)
+        for key, why in refused.items():
+            log.info("not binding pod %s to %s: %s", key, node, why)
 
         def one(pod: PodView) -> str | None:
             try:

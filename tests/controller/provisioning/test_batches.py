@@ -51,6 +51,9 @@ WORKLOADS: dict[str, Callable[[str], dict[str, Any]]] = {
     "zone-anti": lambda app: anti(app, ZONE),
     "zone-affine": lambda app: affine(app, ZONE),
     "host-anti-generic": lambda app: anti(app, HOST, "generic"),
+    "host-affine-generic": lambda app: affine(app, HOST, "generic"),
+    "host-affine": lambda app: affine(app, HOST),
+    "zone-anti-generic": lambda app: anti(app, ZONE, "generic"),
     "on-demand": lambda app: {"nodeSelector": {"karpenter.sh/capacity-type": "on-demand"}},
     "zone-b": lambda app: {"nodeSelector": {ZONE: "us-west-2b"}},
 }
@@ -115,7 +118,7 @@ STEP = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(STEP, min_size=3, max_size=14))
 def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(steps: list[tuple[str, Any]]) -> None:
     sim = SimCluster()
