@@ -8,6 +8,10 @@ kube-scheduler racing it, kwok-like readiness, arrivals at any moment, and contr
 - `Hooks` fire inside karpy's reconcile, right before each cloud `create` and each `bind`: they
   may run kube-scheduler, make pods arrive, or deliver the watch (re-sync cluster state), so
   karpy's plan goes stale the way it does on a real cluster.
+- `with_daemonset=True` adds a DaemonSet whose pods kwok() places on every node (they tolerate
+  everything, as DaemonSet pods do, so they land on held nodes too); `startup_taint=True` gives
+  the Provisioner a startup taint that kwok() removes one pass after the node turns Ready, as the
+  agent it waits for would.
 - `violations()` replays the write log through the checker.
 """
 
@@ -23,7 +27,7 @@ from controller.cloudprovider.base import Instance, NodeRequest
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
-from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import DAEMONSETS, NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
 from tests.fakes.cloudprovider import FakeCloudProvider
@@ -65,14 +69,29 @@ class HookedKube(FakeKube):
         super().bind(namespace, pod, node)
 
 
+STARTUP_TAINT = {"key": "example.com/agent-not-ready", "effect": "NoSchedule"}
+DAEMON_REQUESTS = {"cpu": "200m", "memory": "128Mi"}
+
+
 class SimCluster:
-    def __init__(self, **provisioner: Any) -> None:
+    def __init__(self, with_daemonset: bool = False, startup_taint: bool = False, **provisioner: Any) -> None:
         self.clock = FakeClock()
         self.hooks = Hooks()
         self.kube = HookedKube(self.hooks, self.clock)
         self.cloud = HookedCloud(self.hooks, self.clock)
+        if startup_taint:
+            provisioner["startupTaints"] = [STARTUP_TAINT]
         self.kube.put(PROVISIONERS, make_provisioner("default", **provisioner))
+        self.with_daemonset = with_daemonset
+        if with_daemonset:
+            template = {"metadata": {"labels": {"app": "agent"}}, "spec": {
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [{"name": "a", "image": "x", "resources": {"requests": DAEMON_REQUESTS}}]}}  # fmt: skip
+            self.kube.put(DAEMONSETS, {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                       "metadata": {"name": "agent", "namespace": "kube-system"},
+                                       "spec": {"template": template}})  # fmt: skip
         self._seq = 0
+        self._ready_seen: set[str] = set()
         self.restart()
 
     # karpy -----------------------------------------------------------------------------------
@@ -111,18 +130,42 @@ class SimCluster:
         return name
 
     def kwok(self) -> None:
-        """Nodes turn Ready (kwok's part)."""
+        """Nodes turn Ready (kwok's part); the DaemonSet's pods arrive; a Ready node's startup
+        taint is removed one pass later (the agent's part)."""
         for node in self.kube.items(NODES):
+            name = node["metadata"]["name"]
             status = node.setdefault("status", {})
             if not any(c.get("type") == "Ready" for c in status.get("conditions") or []):
                 status["conditions"] = [{"type": "Ready", "status": "True"}]
                 self.kube.put(NODES, node)
+            elif name in self._ready_seen and any(
+                t["key"] == STARTUP_TAINT["key"] for t in node["spec"].get("taints", [])
+            ):
+                node["spec"]["taints"] = [t for t in node["spec"]["taints"] if t["key"] != STARTUP_TAINT["key"]]
+                self.kube.put(NODES, node)
+            else:
+                self._ready_seen.add(name)
+            if self.with_daemonset:
+                self._daemon_pod(name)
+
+    def _daemon_pod(self, node: str) -> None:
+        if any(p["spec"].get("nodeName") == node and p["metadata"]["labels"].get("app") == "agent"
+               for p in self.kube.items(PODS)):  # fmt: skip
+            return
+        pod = make_pod(f"agent-{node}", namespace="kube-system", labels={"app": "agent"}, pending=False,
+                       owner_kind="DaemonSet", tolerations=[{"operator": "Exists"}])  # fmt: skip
+        pod["spec"]["containers"][0]["resources"]["requests"] = dict(DAEMON_REQUESTS)
+        if not placement.placement_violations(pod, node, self.view(as_kube_scheduler=True)):
+            pod["spec"]["nodeName"] = node
+            self.kube.put(PODS, pod)
 
     def kube_scheduler(self) -> int:
         """One kube-scheduler pass over the pending pods; returns how many it bound."""
         bound = 0
         for pod in sorted(self.kube.items(PODS), key=lambda p: p["metadata"]["name"]):
             if pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
+                continue
+            if pod["metadata"]["labels"].get("app") == "agent":
                 continue
             view = self.view(as_kube_scheduler=True)
             for node in sorted(self.kube.items(NODES), key=lambda n: n["metadata"]["name"]):

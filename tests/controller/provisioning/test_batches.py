@@ -56,6 +56,7 @@ WORKLOADS: dict[str, Callable[[str], dict[str, Any]]] = {
     "zone-anti-generic": lambda app: anti(app, ZONE, "generic"),
     "on-demand": lambda app: {"nodeSelector": {"karpenter.sh/capacity-type": "on-demand"}},
     "zone-b": lambda app: {"nodeSelector": {ZONE: "us-west-2b"}},
+    "startup-tolerant": lambda app: {"tolerations": [{"key": "example.com/agent-not-ready", "operator": "Exists"}]},
 }
 SIZES = {"small": ("250m", "256Mi"), "medium": ("500m", "1Gi"), "large": ("1500m", "2Gi")}
 
@@ -115,13 +116,16 @@ STEP = st.one_of(
     st.tuples(st.just("arrive-during-launch"), ARRIVAL),
     st.tuples(st.just("kube-scheduler-during-bind"), st.none()),
     st.tuples(st.just("watch-during-bind"), st.none()),
+    st.tuples(st.just("kwok-during-bind"), st.none()),
 )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(STEP, min_size=3, max_size=14))
-def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(steps: list[tuple[str, Any]]) -> None:
-    sim = SimCluster()
+@given(st.lists(STEP, min_size=3, max_size=14), st.booleans(), st.booleans())
+def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(
+    steps: list[tuple[str, Any]], with_daemonset: bool, startup_taint: bool
+) -> None:
+    sim = SimCluster(with_daemonset=with_daemonset, startup_taint=startup_taint)
     for action, arg in steps:
         if action == "arrive":
             arrive(sim, *arg)
@@ -137,6 +141,8 @@ def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(steps: list
             sim.hooks.before_bind.append(sim.kube_scheduler)
         elif action == "watch-during-bind":
             sim.hooks.before_bind.append(sim.sync)
+        elif action == "kwok-during-bind":
+            sim.hooks.before_bind.append(sim.kwok)
     sim.kube_scheduler()
     sim.batch()
     sim.kube_scheduler()
