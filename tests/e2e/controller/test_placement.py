@@ -195,6 +195,8 @@ AFFINITY = Scenario(
         Workload("hb", 2, cpu="250m", spec=pod_affinity("podAntiAffinity", "ha", HOST)),
         Workload("hc", 3, cpu="250m", spec=pod_affinity("podAffinity", "web", HOST), may_pend_over_batches=True),
         Workload("zf", 4, cpu="250m", spec=pod_affinity("podAffinity", "zf", ZONE)),
+        Workload("zc", 2, cpu="250m", spec=pod_affinity("podAffinity", "web", ZONE)),
+        Workload("zx", 2, cpu="250m", spec=pod_affinity("podAntiAffinity", "zf", ZONE)),
     ],
 )
 
@@ -220,7 +222,8 @@ NODE_SELECTION = Scenario(
         "gpu": {
             "taints": [DEDICATED],
             "requirements": [
-                {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["nvidia"]}
+                {"key": "karpenter.k8s.aws/instance-gpu-manufacturer", "operator": "In", "values": ["nvidia"]},
+                {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["g", "p"]},
             ],
         },
         "limited": {"labels": {"pool": "limited"}, "limits": {"resources": {"cpu": "8"}}},
