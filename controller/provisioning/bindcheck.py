@@ -144,9 +144,13 @@ class BindContext:
         return BindContext(snapshot, daemonsets, cross_node_terms(pods))
 
 
-def refusal(ctx: BindContext, pod_key: str, node_name: str, placed: Sequence[PodRequest]) -> str:
-    """ "" when karpy may bind the pod to the node now; else why not. `placed`: pods karpy has
-    already accepted for this node in this pass (not yet in the snapshot)."""
+def refusal(
+    ctx: BindContext, pod_key: str, node_name: str, placed: Sequence[PodRequest], bound: Sequence[PodRequest] = ()
+) -> str:
+    """ "" when karpy may bind the pod to the node now; else why not. `bound`: pods karpy bound to
+    the node earlier in this pass (not yet in the snapshot); `placed`: pods accepted for the node
+    in the current round, bound together with this one in any order — they count for room and
+    anti-affinity, but only `bound` pods can satisfy its pod affinity."""
     snap = ctx.snapshot
     view = snap.pods.get(pod_key)
     if view is None or view.request is None:
@@ -162,11 +166,13 @@ def refusal(ctx: BindContext, pod_key: str, node_name: str, placed: Sequence[Pod
     why = depends_on_other_nodes(pod, ctx.terms)
     if why:
         return why
-    on_node = [*(p.request for p in node.pods if p.request is not None and not p.terminal and not p.deleting), *placed]
-    return _fit_refusal(ctx, pod, node, on_node)
+    settled = [*(p.request for p in node.pods if p.request is not None and not p.terminal and not p.deleting), *bound]
+    return _fit_refusal(ctx, pod, node, [*settled, *placed], settled)
 
 
-def _fit_refusal(ctx: BindContext, pod: PodRequest, node: NodeView, on_node: Sequence[PodRequest]) -> str:
+def _fit_refusal(
+    ctx: BindContext, pod: PodRequest, node: NodeView, on_node: Sequence[PodRequest], settled: Sequence[PodRequest]
+) -> str:
     taint = first_untolerated(pod.tolerations, _blocking_taints(node))
     if taint is not None:
         return f"taint {taint} is not tolerated (kube-scheduler binds once it is removed)"
@@ -186,7 +192,7 @@ def _fit_refusal(ctx: BindContext, pod: PodRequest, node: NodeView, on_node: Seq
         if any(_affinity_term(t).selects(pod) for t in other.pod_anti_affinity if t.topology_key == HOSTNAME):
             return f"the anti-affinity of {other.key} on the node repels it"
     for t in pod.pod_affinity:
-        if not any(_affinity_term(t).selects(other) for other in on_node):
+        if not any(_affinity_term(t).selects(other) for other in settled):
             return f"its pod affinity on {t.topology_key} is not yet satisfied on the node"
     return _host_spread_refusal(ctx, pod, node, on_node)
 

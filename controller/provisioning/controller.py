@@ -220,27 +220,34 @@ class ProvisioningController:
                 self._release(node.name, keep_cordoned=DEPROVISIONING_CORDON in node.annotations)
 
     def _bind(self, ctx: BindContext, keys: Iterable[str], node: str) -> list[str]:
-        """Bind the planned pods that `bindcheck` accepts, checked one after another against the
-        node as it is now plus the pods accepted before them; the others are left pending."""
-        accepted: list[PodView] = []
-        placed: list[PodRequest] = []
+        """Bind the planned pods that `bindcheck` accepts, in rounds: each pod is checked against
+        the node as it is now plus the pods accepted before it; a round is bound (in parallel)
+        before the next is checked, so a pod whose affinity needs a partner is bound after the
+        partner's binding succeeded. The pods never accepted are left pending."""
+        done: list[str] = []
+        bound: list[PodRequest] = []
         remaining, refused = list(keys), dict[str, str]()
-        while remaining:  # again while a pass accepts more: a pod may need one accepted after it
-            refused = {}
+        while remaining:
+            refused, accepted, placed = {}, list[PodView](), list[PodRequest]()
             for key in remaining:
-                why = refusal(ctx, key, node, placed)
+                why = refusal(ctx, key, node, placed, bound)
                 pod = ctx.snapshot.pods.get(key)
                 if why or pod is None or pod.request is None:
                     refused[key] = why
                     continue
                 accepted.append(pod)
                 placed.append(pod.request)
-            if len(refused) == len(remaining):
+            if not accepted:
                 break
+            succeeded = set(self._bind_round(accepted, node))
+            done += [p.key for p in accepted if p.key in succeeded]
+            bound += [p.request for p in accepted if p.key in succeeded and p.request is not None]
             remaining = list(refused)
         for key, why in refused.items():
             log.info("not binding pod %s to %s: %s", key, node, why)
+        return done
 
+    def _bind_round(self, accepted: list[PodView], node: str) -> list[str]:
         def one(pod: PodView) -> str | None:
             try:
                 self.kube.bind(pod.namespace, pod.name, node)
