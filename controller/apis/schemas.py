@@ -14,7 +14,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, ValidationError, fields
 
 from controller.apis.errors import FieldError
-from controller.scheduling.quantity import QuantityError, parse_duration, parse_quantity
+from controller.core.quantity import QuantityError, parse_duration, parse_quantity
 
 
 class StrictString(fields.String):

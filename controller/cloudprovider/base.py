@@ -29,11 +29,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from controller.apis import labels as L
 from controller.clock import Clock
+from controller.core import labels as L
+from controller.core.requirements import Requirements
+from controller.core.resources import Resources
 from controller.scheduling.instancetypes import allowed_offerings, new_instance_type
-from controller.scheduling.requirements import Requirements
-from controller.scheduling.types import InstanceType, NewNode, Offering, ProvisionerSpec, Resources
+from controller.scheduling.types import InstanceType, NewNode, Offering, ProvisionerSpec
 
 ICE_TTL_SECONDS = 45.0
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.core.quantity import QuantityError
 from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
 from controller.scheduling.pods import PodSpecError, pod_request
-from controller.scheduling.quantity import QuantityError
 from controller.scheduling.types import InstanceType, PodRequest
 from controller.state.snapshot import NodeView, PodView
 from controller.state.snapshot import Snapshot as StateSnapshot

@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-from controller.apis.labels import CAPACITY_TYPE
+from controller.core.labels import CAPACITY_TYPE
+from controller.deprovisioning.types import Candidate
 from controller.scheduling.types import NewNode
-
-if TYPE_CHECKING:
-    from controller.deprovisioning.candidates import Candidate
 
 EXPIRATION = "expiration"
 EMPTINESS = "emptiness"

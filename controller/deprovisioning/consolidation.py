@@ -15,12 +15,11 @@ import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 
-from controller.apis import labels as L
-from controller.deprovisioning.candidates import Candidate
+from controller.core import labels as L
+from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.commands import CONSOLIDATION, Command
 from controller.deprovisioning.simulation import simulate
-from controller.deprovisioning.types import NodeInfo, Scheduler, Snapshot
-from controller.scheduling.requirements import IN, Requirement, Requirements
+from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
 from controller.scheduling.types import InstanceType, Launch, NewNode, Offering
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
+from controller.core.labels import BINDING_HOLD
 from controller.deprovisioning import events as E
 from controller.deprovisioning import metrics as M
 from controller.deprovisioning.adapter import deprovisioning_snapshot
@@ -35,7 +36,6 @@ from controller.deprovisioning.types import DeprovisioningSettings, Scheduler
 from controller.kube.client import Kube, Obj
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
-from controller.provisioning.nodes import BINDING_HOLD
 from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot as StateSnapshot

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from controller.apis import labels as L
-from controller.deprovisioning.candidates import Candidate, candidates
+from controller.core import labels as L
+from controller.deprovisioning.candidates import candidates
 from controller.deprovisioning.commands import EMPTINESS, Annotate, Command
 from controller.deprovisioning.strategy import Outcome
-from controller.deprovisioning.types import NodeInfo, Scheduler, Snapshot
+from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
 
 
 def format_timestamp(now: datetime) -> str:

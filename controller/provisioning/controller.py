@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
+from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, UNSCHEDULABLE, Decision, DecisionLog
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.events import EventRecorder
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
@@ -39,7 +39,7 @@ from controller.provisioning.bindcheck import BindContext, refusal
 from controller.provisioning.decide import Candidates, candidates, daemonset_pods, scheduling_input
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
-from controller.provisioning.nodes import BINDING_HOLD, BINDING_HOLD_SECONDS, release_patch
+from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
 from controller.state.cluster import ClusterState

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.core.quantity import QuantityError
 from controller.scheduling.pods import PodSpecError, pod_request
-from controller.scheduling.quantity import QuantityError
 from controller.scheduling.types import InstanceType, PodRequest, SchedulingInput, SchedulingSettings, StateNode
 from controller.state.snapshot import PodView, Snapshot
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.apis.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
-from controller.scheduling.requirements import Requirement, Requirements
+from controller.core.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.types import InstanceType, Offering
 
 # Keys an instance type defines (provisioner-name belongs to the provisioner, not the type).

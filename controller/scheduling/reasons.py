@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from controller.apis.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
+from controller.core.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
+from controller.core.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
+from controller.core.resources import PODS, format_resource
+from controller.core.taints import first_untolerated
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
 from controller.scheduling.podstate import PodState
-from controller.scheduling.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
-from controller.scheduling.resources import format_resource
-from controller.scheduling.taints import first_untolerated
-from controller.scheduling.types import PODS
 
 if TYPE_CHECKING:
     from controller.scheduling.solver import Solver

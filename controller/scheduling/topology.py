@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from controller.apis.labels import HOSTNAME
+from controller.core.labels import HOSTNAME
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.podstate import PodState
-from controller.scheduling.requirements import Requirement, Requirements
 from controller.scheduling.types import LabelSelector, PodRequest
 
 SPREAD = "spread"

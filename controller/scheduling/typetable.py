@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from controller.apis.labels import CAPACITY_TYPE, CAPACITY_TYPE_SPOT, INSTANCE_SIZE, ZONE
+from controller.core.labels import CAPACITY_TYPE, CAPACITY_TYPE_SPOT, INSTANCE_SIZE, ZONE
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
-from controller.scheduling.requirements import Requirement, Requirements
 from controller.scheduling.types import InstanceType
 
 EXOTIC_RESOURCES = ("aws.amazon.com/neuron", "amd.com/gpu", "nvidia.com/gpu", "habana.ai/gaudi")

@@ -19,14 +19,14 @@ from typing import Any
 import yaml
 
 from controller.apis.errors import InvalidObjectError
-from controller.apis.labels import INITIALIZED, PROVISIONER_NAME
 from controller.apis.load import load_awsnodetemplate, load_provisioner
 from controller.cloudprovider.simulated.catalog import CatalogError, catalog_from_json
+from controller.core.labels import INITIALIZED, PROVISIONER_NAME
+from controller.core.quantity import QuantityError
+from controller.core.resources import parse_resources
+from controller.core.taints import taint_from_wire
 from controller.scheduling.pods import PodSpecError, pod_request
 from controller.scheduling.provisioners import provisioner_spec
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.resources import parse_resources
-from controller.scheduling.taints import taint_from_wire
 from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, StateNode
 from controller.scheduling.workloads import REPLICATED, daemonset_pod, expand
 

@@ -22,10 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.apis import labels as L
 from controller.apis.provisioner import Provisioner
 from controller.clock import parse_timestamp
-from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, Resources, StateNode, Taint
+from controller.core import labels as L
+from controller.core.resources import Resources
+from controller.core.taints import Taint
+from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, StateNode
 
 Obj = Mapping[str, Any]
 

@@ -17,10 +17,10 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from controller.apis import labels as L
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
 from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.core import labels as L
 from controller.decisions import TERMINATED, WAITING, Decision, DecisionLog
 from controller.events import EventRecorder
 from controller.kube.client import Kube

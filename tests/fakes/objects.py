@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.apis import labels as L
+from controller.core import labels as L
 
 Obj = dict[str, Any]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, launch_order, with_unavailable
+from controller.core import labels as L
+from controller.core.requirements import IN, Requirement, Requirements
 from controller.scheduling.instancetypes import new_instance_type
-from controller.scheduling.requirements import IN, Requirement, Requirements
 from controller.scheduling.types import InstanceType, Offering
 
 

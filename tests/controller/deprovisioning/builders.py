@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from controller.apis import labels as L
 from controller.apis.provisioner import Provisioner
+from controller.core import labels as L
+from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
-from controller.scheduling.requirements import IN, Requirement, Requirements
 from controller.scheduling.types import (
     InstanceType,
     LabelSelector,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.deprovisioning.candidates import (
     by_disruption_cost,
     candidates,

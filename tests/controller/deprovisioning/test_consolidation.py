@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.requirements import Requirements
 from controller.deprovisioning.candidates import candidates
 from controller.deprovisioning.commands import CONSOLIDATION, Command
 from controller.deprovisioning.consolidation import (
@@ -16,7 +17,6 @@ from controller.deprovisioning.consolidation import (
     worst_launch_price,
 )
 from controller.deprovisioning.types import Snapshot
-from controller.scheduling.requirements import Requirements
 from controller.scheduling.types import SchedulingInput, SchedulingResult
 from tests.controller.deprovisioning.builders import (
     LARGE,

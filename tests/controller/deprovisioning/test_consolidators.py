@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.deprovisioning.consolidators import (
     EmptyNodeConsolidation,
     MultiNodeConsolidation,

@@ -8,16 +8,15 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
+from controller.core import labels as L
+from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.deprovisioning.controller import DeprovisioningController
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.launcher import Launcher
-from controller.provisioning.nodes import BINDING_HOLD
 from controller.state.cluster import ClusterState
 from tests.controller.deprovisioning.builders import CATALOG, fake_schedule
 from tests.fakes.cloudprovider import FakeCloudProvider

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings, Snapshot
 from tests.controller.deprovisioning.builders import (

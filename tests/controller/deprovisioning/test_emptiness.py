@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.deprovisioning.commands import Annotate
 from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations, parse_timestamp
 from tests.controller.deprovisioning.builders import (

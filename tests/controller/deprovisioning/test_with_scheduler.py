@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.scheduling.scheduler import schedule

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
+from controller.core.labels import DEPROVISIONING_CORDON
 from controller.decisions import DecisionLog
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.events import EventRecorder
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings

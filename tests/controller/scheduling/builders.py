@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.resources import parse_resources
+from controller.core.taints import Taint
 from controller.scheduling.instancetypes import new_instance_type
 from controller.scheduling.pods import pod_request
 from controller.scheduling.provisioners import template_requirements
-from controller.scheduling.resources import parse_resources
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import (
     InstanceType,
@@ -25,7 +26,6 @@ from controller.scheduling.types import (
     SchedulingResult,
     SchedulingSettings,
     StateNode,
-    Taint,
 )
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from controller.apis.load import load_provisioner
+from controller.core.taints import Taint
 from controller.scheduling.provisioners import by_weight, provisioner_spec
-from controller.scheduling.types import Taint
 from tests.controller.scheduling.builders import make_provisioner
 
 

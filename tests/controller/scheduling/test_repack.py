@@ -7,8 +7,8 @@ import random
 import numpy as np
 
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core.requirements import Requirements
 from controller.scheduling.packing import lp_cover
-from controller.scheduling.requirements import Requirements
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingInput
 from controller.scheduling.typetable import TypeTable

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from controller.apis.labels import ARCH, HOSTNAME, PROVISIONER_NAME
-from controller.scheduling.types import Taint
+from controller.core.labels import ARCH, HOSTNAME, PROVISIONER_NAME
+from controller.core.taints import Taint
 from tests.controller.scheduling.builders import (
     make_instance_type,
     make_node,

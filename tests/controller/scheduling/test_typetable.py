@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.apis.labels import ARCH, CAPACITY_TYPE, ZONE
-from controller.scheduling.requirements import Requirement, Requirements
+from controller.core.labels import ARCH, CAPACITY_TYPE, ZONE
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.typetable import TypeTable
 from tests.controller.scheduling.builders import make_instance_type, small_catalog
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.scheduling.types import Taint
+from controller.core.taints import Taint
 from controller.simulate.output import to_json, to_table
 from tests.controller.scheduling.builders import make_node, make_pod, make_provisioner, run
 

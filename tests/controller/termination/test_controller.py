@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.base import Instance
+from controller.core import labels as L
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
 from controller.kube.errors import TooManyRequestsError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.state.snapshot import NodeView
 from controller.state.views import node_view, pod_view
 from controller.termination.terminator import drain_plan

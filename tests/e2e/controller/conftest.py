@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from controller.apis import labels as L
 from controller.clock import SystemClock
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
+from controller.core import labels as L
 from controller.kube.client import KubeClient
 from controller.kube.errors import KubeError, NotFoundError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
@@ -89,7 +89,7 @@ class KarpyEnv:
     def start(self, identity: str = "replica-a", *args: str, wait_ready: bool = True) -> Controller:
         port = procs.free_port()
         argv = [
-            sys.executable, "-m", "controller.cli", "controller",
+            sys.executable, "-m", "karpy", "controller",
             "--kubeconfig", str(self.cluster.kubeconfig),
             "--simulated-db", str(self.db),
             "--cluster-name", self.namespace,

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.kube.errors import NotFoundError
 from controller.kube.resources import NODES, PODS, Kind
 from tests.e2e.controller.conftest import KarpyEnv, wait_for

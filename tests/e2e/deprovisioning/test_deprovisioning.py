@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.apis import labels as L
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
+from controller.core.resources import parse_resources
 from controller.kube.errors import NotFoundError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
-from controller.scheduling.resources import parse_resources
 from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
 from tests.e2e.deprovisioning.conftest import FAST
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from controller.scheduling.quantity import (
+from controller.core.quantity import (
     QuantityError,
     format_bytes,
     format_milli,
