@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.kube.resources import NODES, PODS
 from controller.provisioning.initialization import InitializationController
 from tests.controller.provisioning.test_controller import make_env
