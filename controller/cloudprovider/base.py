@@ -3,12 +3,14 @@
 Contract, per method (errors are those of `errors.py`):
 
 - `create(request: NodeRequest) -> Instance` — launch ONE instance for a node the scheduler
-  wants. The provider picks among `request.instance_type_options` with `launch_order()`:
-  spot before on-demand (when the requirements allow spot), cheapest first, skipping offerings in
-  its insufficient-capacity cache (`UnavailableOfferings`, 45 s per (type, zone, capacity type)),
-  and falls back through the options when one is out of capacity. Raises
-  `InsufficientCapacityError` when none could be bought, `CloudProviderError` otherwise. A failed
-  create leaves no instance behind. The returned instance is tagged as karpy's (cluster, provisioner).
+  wants. The provider picks among `request.instance_type_options` with
+  `scheduling.instancetypes.launch_order()` — the same decision `karpy simulate` shows: exotic
+  types only when nothing else fits, spot before on-demand (when the requirements allow spot),
+  cheapest first — skipping offerings in its insufficient-capacity cache (`UnavailableOfferings`,
+  45 s per (type, zone, capacity type)), and falls back through the options when one is out of
+  capacity. Raises `InsufficientCapacityError` when none could be bought, `CloudProviderError`
+  otherwise. A failed create leaves no instance behind. The returned instance is tagged as
+  karpy's (cluster, provisioner).
 - `delete(provider_id)` — terminate the instance; `NodeNotFoundError` if it is already gone.
 - `get(provider_id) -> Instance` — `NodeNotFoundError` if it does not exist (or is terminated).
 - `list() -> list[Instance]` — every running instance tagged as this cluster's karpy instance.
@@ -33,7 +35,7 @@ from controller.clock import Clock
 from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.core.resources import Resources
-from controller.scheduling.instancetypes import allowed_offerings, new_instance_type
+from controller.scheduling.instancetypes import OfferingKey, new_instance_type
 from controller.scheduling.types import InstanceType, NewNode, Offering, ProvisionerSpec
 
 ICE_TTL_SECONDS = 45.0
@@ -86,7 +88,6 @@ class CloudProvider(Protocol):
     def get_instance_types(self, provisioner: ProvisionerSpec | None = None) -> tuple[InstanceType, ...]: ...
 
 
-OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 
 class UnavailableOfferings:
@@ -143,35 +144,6 @@ def with_unavailable(types: Iterable[InstanceType], unavailable: frozenset[Offer
         ]
         out.append(new_instance_type(it.name, it.labels, it.capacity, it.overhead, offerings))
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class LaunchOption:
-    instance_type: InstanceType
-    offering: Offering
-
-
-def launch_order(request: NodeRequest, unavailable: frozenset[OfferingKey] = frozenset()) -> list[LaunchOption]:
-    """Every (type, offering) the request allows, in the order a launch tries them (pure).
-
-    Spot before on-demand, then price, then type name, then zone (karpy's stable tie-break);
-    offerings that are unavailable or in the insufficient-capacity cache are left out.
-    """
-    options = []
-    for it in request.instance_type_options:
-        for offering in allowed_offerings(it, request.requirements):
-            if (it.name, offering.zone, offering.capacity_type) in unavailable:
-                continue
-            options.append(LaunchOption(it, offering))
-    options.sort(
-        key=lambda o: (
-            o.offering.capacity_type != L.CAPACITY_TYPE_SPOT,
-            o.offering.price,
-            o.instance_type.name,
-            o.offering.zone,
-        )
-    )
-    return options
 
 
 def instance_labels(it: InstanceType, offering: Offering, provisioner: str) -> dict[str, str]:

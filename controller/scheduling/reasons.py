@@ -17,13 +17,12 @@ from controller.core.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_L
 from controller.core.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
 from controller.core.resources import PODS, format_resource
 from controller.core.taints import first_untolerated
-from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
+from controller.scheduling.instancetypes import EXOTIC_RESOURCES, INSTANCE_TYPE_KEYS
 from controller.scheduling.podstate import PodState
 
 if TYPE_CHECKING:
     from controller.scheduling.solver import Solver
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron")
 _MAX_CLAUSES = 3
 
 
@@ -46,7 +45,7 @@ def render_requirement(req: Requirement) -> str:
 
 
 def amount(resource: str, value: int) -> str:
-    if resource in GPU_RESOURCES:
+    if resource in EXOTIC_RESOURCES:
         noun = "GPU" if "gpu" in resource else resource
         return f"{value} {noun}{'s' if value != 1 and noun == 'GPU' else ''}"
     return f"{format_resource(resource, value)} {resource}"

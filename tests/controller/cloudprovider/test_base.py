@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from controller.clock import FakeClock
-from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, launch_order, with_unavailable
+from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, with_unavailable
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
-from controller.scheduling.instancetypes import new_instance_type
+from controller.scheduling.instancetypes import launch_order, new_instance_type
 from controller.scheduling.types import InstanceType, Offering
 
 
@@ -25,7 +25,8 @@ def request(*types: InstanceType, **reqs: list[str]) -> NodeRequest:
 
 
 def names(req: NodeRequest, unavailable: frozenset[tuple[str, str, str]] = frozenset()) -> list[str]:
-    return [f"{o.instance_type.name}/{o.offering.capacity_type}" for o in launch_order(req, unavailable)]
+    order = launch_order(req.instance_type_options, req.requirements, unavailable)
+    return [f"{o.instance_type.name}/{o.offering.capacity_type}" for o in order]
 
 
 def test_spot_before_on_demand_cheapest_first() -> None:
