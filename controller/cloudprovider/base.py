@@ -12,6 +12,7 @@ Contract, per method (errors are those of `errors.py`):
   otherwise. A failed create leaves no instance behind. The returned instance is tagged as
   karpy's (cluster, provisioner).
 - `delete(provider_id)` — terminate the instance; `NodeNotFoundError` if it is already gone.
+  Controllers call it through `terminate_instance()`, where already gone counts as done.
 - `get(provider_id) -> Instance` — `NodeNotFoundError` if it does not exist (or is terminated).
 - `list() -> list[Instance]` — every running instance tagged as this cluster's karpy instance.
 - `get_instance_types(provisioner) -> tuple[InstanceType, ...]` — what can be launched, with
@@ -26,12 +27,14 @@ Neighbours: `simulated/provider.py`, `tests/fakes/cloudprovider.py`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from controller.clock import Clock
+from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
 from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.core.resources import Resources
@@ -39,6 +42,8 @@ from controller.scheduling.instancetypes import OfferingKey, new_instance_type
 from controller.scheduling.types import InstanceType, NewNode, Offering, ProvisionerSpec
 
 ICE_TTL_SECONDS = 45.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,3 +160,19 @@ def instance_labels(it: InstanceType, offering: Offering, provisioner: str) -> d
     out[L.PROVISIONER_NAME] = provisioner
     out[L.INSTANCE_TYPE] = it.name
     return out
+
+
+def terminate_instance(cloud: CloudProvider, provider_id: str, what: str) -> bool:
+    """Terminate one instance; True once it is gone (`NodeNotFoundError` counts as success).
+
+    Another cloud error is logged as "`what`: cause" and gives False: the caller retries on its
+    next pass, and garbage collection finds an instance nobody retries for.
+    """
+    try:
+        cloud.delete(provider_id)
+    except NodeNotFoundError:
+        return True
+    except CloudProviderError as err:
+        log.warning("%s: %s", what, err)
+        return False
+    return True

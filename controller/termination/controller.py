@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, field
 
 from controller.clock import Clock
-from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.base import CloudProvider, terminate_instance
 from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
 from controller.core import labels as L
 from controller.decisions import TERMINATED, WAITING, Decision, DecisionLog
@@ -95,12 +95,7 @@ class TerminationController:
             log.info(
                 "instance of node %s is gone; not waiting for %d pod(s)", node.name, len(plan.evict + plan.waiting)
             )
-        try:
-            self.cloud.delete(node.provider_id)
-        except NodeNotFoundError:
-            pass
-        except CloudProviderError as err:
-            log.warning("terminating instance of node %s: %s", node.name, err)
+        if not terminate_instance(self.cloud, node.provider_id, f"terminating instance of node {node.name}"):
             return
         self._remove_finalizer(node, now, outcome)
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from controller.clock import FakeClock
-from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, with_unavailable
+from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, terminate_instance, with_unavailable
+from controller.cloudprovider.errors import CloudProviderError
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
 from controller.scheduling.instancetypes import launch_order, new_instance_type
 from controller.scheduling.types import InstanceType, Offering
+from tests.fakes.cloudprovider import FakeCloudProvider
 
 
 def make_instance_type(
@@ -59,3 +63,20 @@ def test_with_unavailable_marks_offering_and_drops_it_from_requirements() -> Non
     (marked,) = with_unavailable([a], frozenset({("a", "z1", "spot")}))
     assert [o.available for o in marked.offerings] == [True, False]
     assert not marked.requirements[L.CAPACITY_TYPE].has("spot")
+
+
+def test_terminate_instance_counts_an_instance_already_gone_as_done() -> None:
+    cloud = FakeCloudProvider([make_instance_type("a", od=1.0)])
+    instance = cloud.create(request(*cloud.instance_types))
+    assert terminate_instance(cloud, instance.provider_id, "terminating")
+    assert instance.provider_id not in cloud.instances
+    assert terminate_instance(cloud, instance.provider_id, "terminating again")  # NotFound is success
+
+
+def test_terminate_instance_reports_another_cloud_error_as_not_done(caplog: pytest.LogCaptureFixture) -> None:
+    cloud = FakeCloudProvider([make_instance_type("a", od=1.0)])
+    instance = cloud.create(request(*cloud.instance_types))
+    cloud.delete_error = CloudProviderError("throttled")
+    assert not terminate_instance(cloud, instance.provider_id, f"terminating {instance.provider_id}")
+    assert instance.provider_id in cloud.instances
+    assert f"terminating {instance.provider_id}: throttled" in caplog.text
