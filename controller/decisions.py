@@ -12,7 +12,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from controller.clock import Clock, format_timestamp
+from controller.clock import Clock
+from controller.core.timestamps import format_timestamp
 
 LAUNCHED = "launched"
 LAUNCH_FAILED = "launch-failed"

@@ -13,7 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from controller.clock import Clock, format_timestamp
+from controller.clock import Clock
+from controller.core.timestamps import format_timestamp
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError
 

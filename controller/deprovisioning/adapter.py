@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from controller.core.quantity import QuantityError
+from controller.core.timestamps import to_datetime
 from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
 from controller.scheduling.pods import PodSpecError, pod_request
 from controller.scheduling.types import InstanceType, PodRequest
@@ -21,10 +21,6 @@ from controller.state.snapshot import NodeView, PodView
 from controller.state.snapshot import Snapshot as StateSnapshot
 
 log = logging.getLogger(__name__)
-
-
-def to_datetime(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
 
 
 def pod_info(pod: PodView) -> PodInfo | None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from controller.clock import Clock, format_timestamp
+from controller.clock import Clock
+from controller.core.timestamps import format_timestamp
 from controller.deprovisioning.commands import Event
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.apis.provisioner import Provisioner
-from controller.clock import parse_timestamp
 from controller.core import labels as L
 from controller.core.resources import Resources
 from controller.core.taints import Taint
+from controller.core.timestamps import parse_timestamp
 from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, StateNode
 
 Obj = Mapping[str, Any]

@@ -13,10 +13,10 @@ from typing import Any
 
 from controller.apis.errors import InvalidObjectError
 from controller.apis.load import load_provisioner
-from controller.clock import parse_timestamp
 from controller.core.quantity import QuantityError
 from controller.core.resources import parse_resources
 from controller.core.taints import taint_from_wire
+from controller.core.timestamps import parse_timestamp
 from controller.scheduling.pods import PodSpecError, label_selector, pod_request
 from controller.scheduling.provisioners import provisioner_spec
 from controller.scheduling.types import PodRequest

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from controller.core import labels as L
+from controller.core.timestamps import parse_datetime
 from controller.deprovisioning.commands import Annotate
-from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations, parse_timestamp
+from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
 from tests.controller.deprovisioning.builders import (
     at,
     fake_schedule,
@@ -20,7 +21,7 @@ TTL5 = [make_provisioner(ttl_empty=5)]
 def test_an_empty_node_gets_the_timestamp_of_now() -> None:
     snap = make_snapshot([make_node("n1", pods=[make_pod("ds", owner_kind="DaemonSet")])], TTL5, now=at(42))
     assert emptiness_annotations(snap) == [Annotate("n1", L.EMPTINESS_TIMESTAMP, "2024-01-01T00:00:42Z")]
-    assert parse_timestamp("2024-01-01T00:00:42Z") == at(42)
+    assert parse_datetime("2024-01-01T00:00:42Z") == at(42)
 
 
 def test_the_timestamp_is_removed_when_pods_come_back() -> None:

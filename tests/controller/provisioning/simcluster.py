@@ -18,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.clock import FakeClock, format_timestamp
+from controller.clock import FakeClock
 from controller.cloudprovider.base import Instance, NodeRequest
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core.timestamps import format_timestamp
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
