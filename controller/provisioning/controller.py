@@ -36,12 +36,13 @@ from controller.kube.resources import NODES
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
-from controller.provisioning.decide import Candidates, candidates, daemonset_pods, scheduling_input
+from controller.provisioning.decide import Candidates, candidates, scheduling_input
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
+from controller.scheduling.workloads import daemonset_pods
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import PodView, Snapshot
 
