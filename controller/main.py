@@ -131,7 +131,7 @@ def build(
     ]
     # Imported at module level: a deprovisioning module that fails to import crashes the process
     # at start instead of shipping a controller that never consolidates (issue 9, bug 5).
-    deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning)
+    deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning, recorder, decisions)
     jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
     elector = None
     if settings.leader_elect:
@@ -149,6 +149,8 @@ def _deprovisioning(
     cloud: CloudProvider,
     clock: Clock,
     provisioning: ProvisioningController,
+    recorder: EventRecorder,
+    decisions: DecisionLog,
 ) -> Reconciler:
     deprov_settings = DeprovisioningSettings(
         validation_wait_seconds=settings.validation_wait_seconds,
@@ -157,8 +159,9 @@ def _deprovisioning(
         consolidated_reset_seconds=settings.consolidated_reset_seconds,
     )
     controller: Reconciler = DeprovisioningController(
-        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, deprov_settings
-    )
+        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, deprov_settings,
+        recorder=recorder, decisions=decisions,
+    )  # fmt: skip
     return controller
 
 

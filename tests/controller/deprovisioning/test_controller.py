@@ -314,3 +314,60 @@ def test_a_failed_command_lifts_its_cordon_and_mark() -> None:
     replacing_big(world)
     world.reconcile(step=61)
     assert not world.unschedulable("big") and not marked(world, "big")
+
+
+def test_every_command_is_in_the_decision_log_with_its_prices_before_and_after() -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.reconcile()
+    (decision,) = world.controller.decisions.recent()
+    assert (decision.controller, decision.action, decision.subject) == (
+        "deprovisioning", "consolidation/replace", "node/big"
+    )
+    assert decision.reason.startswith("consolidation: replace, terminating 1 machines big/large")
+    assert decision.price_before == pytest.approx(0.40)
+    assert decision.price_after is not None and decision.price_after < decision.price_before
+    assert decision.extra["nodes"] == ["big"]
+    assert decision.to_json()["price_before"] == pytest.approx(0.40)
+
+
+def test_an_emptiness_delete_costs_nothing_after() -> None:
+    world = World()
+    world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=5))
+    world.node("n1")
+    world.reconcile()
+    world.reconcile(step=6)
+    (decision,) = world.controller.decisions.recent()
+    assert (decision.action, decision.price_before, decision.price_after) == ("emptiness/delete", 0.20, 0)
+
+
+def test_a_command_that_fails_is_in_the_decision_log_with_why() -> None:
+    world = World(validation_wait_seconds=0, replacement_timeout_seconds=60)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.reconcile()
+    world.reconcile(step=61)
+    failed, started = world.controller.decisions.recent()
+    assert (started.action, failed.action) == ("consolidation/replace", "deprovisioning-failed")
+    assert "never initialized" in failed.reason
+
+
+def test_unconsolidatable_is_published_once_per_node_per_15_minutes_through_the_shared_recorder() -> None:
+    world = World(validation_wait_seconds=0, poll_period_seconds=0, consolidated_reset_seconds=0)
+    consolidating(world)
+    world.node("n1")
+    world.kube.patch(NODES, "n1", {"metadata": {"annotations": {L.DO_NOT_CONSOLIDATE: "true"}}})
+    world.pod("a", "n1")
+
+    def count() -> int:
+        return sum(1 for e in world.kube.events if e["reason"] == "Unconsolidatable")
+
+    world.reconcile()
+    assert count() == 1
+    world.reconcile(step=600)
+    assert count() == 1
+    world.reconcile(step=301)
+    assert count() == 2
