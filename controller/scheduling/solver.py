@@ -29,7 +29,7 @@ from controller.scheduling.nodetable import NodeClass, NodeTable
 from controller.scheduling.overhead import apply_kubelet
 from controller.scheduling.podstate import PodState, requirements_of
 from controller.scheduling.provisioners import by_weight
-from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, SchedulingInput, StateNode
+from controller.scheduling.types import InstanceType, ProvisionerSpec, SchedulingInput, StateNode
 from controller.scheduling.typetable import TypeTable
 
 _NEVER = np.iinfo(np.int64).max
@@ -413,5 +413,3 @@ class Solver:
         t.ports[j].update(ps.pod.host_ports)
         self.topology.record(ps, j, t.classes[cid].requirements)
 
-    def pods_of(self, j: int) -> list[PodRequest]:
-        return [ps.pod for ps in self.table.pods[j]]
