@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
-	$(BIN)/mypy controller webapp localcluster certs karpy
+	$(BIN)/mypy karpy controller webapp localcluster certs tests bench
 
 # The local control plane (etcd, kube-apiserver, scheduler, KCM, kubectl, kwok, helm), built from
 # pinned Go modules and cached under ~/.cache/karpy/localcluster/<key>/bin (tens of minutes cold).

@@ -127,7 +127,7 @@ def validate_aws_provider(spec: dict[str, Any], base: str, inline: bool = False)
         try:
             AWS_PROVIDER_STRICT.load(spec)
         except ValidationError as err:
-            return schema_errors(err.messages, base)  # type: ignore[arg-type]
+            return schema_errors(err.messages, base)
     errors: list[FieldError] = []
     launch_template = spec.get("launchTemplate")
     if launch_template:

@@ -111,7 +111,7 @@ class StringMap(fields.Field):  # type: ignore[type-arg]
             else:
                 out[key] = item
         if errors:
-            raise ValidationError(errors)  # type: ignore[arg-type]
+            raise ValidationError(errors)
         return out
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:

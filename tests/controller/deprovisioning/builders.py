@@ -77,7 +77,7 @@ def make_provisioner(
         wire = ({"key": L.CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)},)
     prov = Provisioner(
         name=name, consolidation_enabled=consolidation, ttl_seconds_after_empty=ttl_empty,
-        ttl_seconds_until_expired=ttl_expired, requirements=wire,  # type: ignore[arg-type]
+        ttl_seconds_until_expired=ttl_expired, requirements=wire,
     )
     return ProvisionerInfo(prov, ProvisionerSpec(name=name, requirements=reqs), tuple(instance_types))
 

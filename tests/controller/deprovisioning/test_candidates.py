@@ -12,7 +12,7 @@ from controller.deprovisioning.candidates import (
     filter_candidates,
     new_candidate,
 )
-from controller.deprovisioning.types import POD_DELETION_COST
+from controller.deprovisioning.types import POD_DELETION_COST, DisruptionBudget
 from tests.controller.deprovisioning.builders import (
     LARGE,
     at,
@@ -74,7 +74,9 @@ BLOCKING = {
 
 
 @pytest.mark.parametrize(("pdbs", "annotations", "why"), BLOCKING.values(), ids=BLOCKING.keys())
-def test_blocked_candidates_are_filtered_with_an_event(pdbs: list, annotations: dict, why: str) -> None:
+def test_blocked_candidates_are_filtered_with_an_event(
+    pdbs: list[DisruptionBudget], annotations: dict[str, str], why: str
+) -> None:
     node = make_node("n1", pods=[make_pod("a", annotations=annotations)])
     snap = make_snapshot([node], pdbs=pdbs)
     kept, events = filter_candidates(candidates(snap, lambda c: True), snap)
@@ -93,7 +95,7 @@ NOT_BLOCKING = {
 
 
 @pytest.mark.parametrize(("pdbs", "annotations"), NOT_BLOCKING.values(), ids=NOT_BLOCKING.keys())
-def test_candidates_that_stay(pdbs: list, annotations: dict) -> None:
+def test_candidates_that_stay(pdbs: list[DisruptionBudget], annotations: dict[str, str]) -> None:
     node = make_node("n1", pods=[make_pod("a", annotations=annotations)])
     snap = make_snapshot([node], pdbs=pdbs)
     kept, events = filter_candidates(candidates(snap, lambda c: True), snap)

@@ -236,7 +236,7 @@ def replacing_big(world: World) -> str:
     world.pod("a", "big", cpu="1.5")
     world.reconcile()
     assert world.unschedulable("big") and marked(world, "big")
-    return next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] != "big")
+    return str(next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] != "big"))
 
 
 def test_a_replace_cordons_and_marks_its_candidates_in_one_patch() -> None:
@@ -328,7 +328,8 @@ def test_every_command_is_in_the_decision_log_with_its_prices_before_and_after()
     )
     assert decision.reason.startswith("consolidation: replace, terminating 1 machines big/large")
     assert decision.price_before == pytest.approx(0.40)
-    assert decision.price_after is not None and decision.price_after < decision.price_before
+    assert decision.price_before is not None and decision.price_after is not None
+    assert decision.price_after < decision.price_before
     assert decision.extra["nodes"] == ["big"]
     assert decision.to_json()["price_before"] == pytest.approx(0.40)
 

@@ -40,8 +40,8 @@ ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 class Hooks:
     """What may happen while karpy is mid-reconcile (each a callable run at that moment)."""
 
-    before_create: list[Callable[[], None]] = field(default_factory=list)
-    before_bind: list[Callable[[], None]] = field(default_factory=list)
+    before_create: list[Callable[[], object]] = field(default_factory=list)
+    before_bind: list[Callable[[], object]] = field(default_factory=list)
 
 
 class HookedCloud(FakeCloudProvider):
