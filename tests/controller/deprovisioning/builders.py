@@ -1,9 +1,7 @@
-"""Builders with defaults for deprovisioning tests, and a small first-fit scheduler stand-in.
+"""Builders with defaults for deprovisioning tests (the decision inputs of `types.py`).
 
-`fake_schedule` is a deliberately simple, deterministic bin-packer with the real scheduler's
-contract (`SchedulingInput -> SchedulingResult`): pods by cpu descending, first existing owned
-node that is not marked for deletion and has room, then new nodes from the first provisioner,
-each packed while some instance type still fits; options cheapest first.
+Deprovisioning decisions are tested with the real scheduler (`controller.scheduling.scheduler.
+schedule`), so a consolidation test sees the replacements karpy would really launch.
 """
 
 from __future__ import annotations
@@ -18,13 +16,9 @@ from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo,
 from controller.scheduling.types import (
     InstanceType,
     LabelSelector,
-    Launch,
-    NewNode,
     Offering,
     PodRequest,
     ProvisionerSpec,
-    SchedulingInput,
-    SchedulingResult,
     StateNode,
 )
 
@@ -124,83 +118,3 @@ def make_snapshot(
 
 def make_pdb(name: str = "pdb", allowed: int = 0, namespace: str = "default", app: str = "web") -> DisruptionBudget:
     return DisruptionBudget(namespace, name, LabelSelector(match_labels=(("app", app),)), allowed)
-
-
-# --- the scheduler stand-in -----------------------------------------------------------------------
-
-
-def _fits(requests: Mapping[str, int], free: Mapping[str, int]) -> bool:
-    return all(v <= free.get(k, 0) for k, v in requests.items())
-
-
-def _sub(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) - v
-    return out
-
-
-def _add(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0) + v
-    return out
-
-
-def _price(it: InstanceType, reqs: Requirements) -> float:
-    ct = reqs.get_or_exists(L.CAPACITY_TYPE)
-    return min((o.price for o in it.offerings if ct.has(o.capacity_type)), default=float("inf"))
-
-
-def fake_schedule(inp: SchedulingInput) -> SchedulingResult:
-    pods = sorted(inp.pods, key=lambda p: (-p.requests.get("cpu", 0), p.key))
-    free: dict[str, dict[str, int]] = {}
-    for n in inp.nodes:
-        if n.provisioner_name and not n.marked_for_deletion:
-            used: dict[str, int] = {}
-            for p in n.pods:
-                used = _add(used, p.requests)
-            free[n.name] = _sub(n.allocatable, used)
-    assigned: dict[str, list[str]] = {}
-    leftover: list[PodRequest] = []
-    for pod in pods:
-        target = next((name for name, f in free.items() if _fits(pod.requests, f)), None)
-        if target is None:
-            leftover.append(pod)
-            continue
-        free[target] = _sub(free[target], pod.requests)
-        assigned.setdefault(target, []).append(pod.key)
-    new_nodes: list[NewNode] = []
-    unschedulable: dict[str, str] = {}
-    prov = inp.provisioners[0] if inp.provisioners else None
-    types: Sequence[InstanceType] = []
-    if prov is not None:
-        its = inp.instance_types
-        types = its[prov.name] if isinstance(its, Mapping) else its
-    while leftover and prov is not None:
-        reqs = prov.requirements
-        options = [it for it in types if _price(it, reqs) < float("inf")]
-        packed: list[PodRequest] = []
-        total: dict[str, int] = {}
-        for pod in list(leftover):
-            candidate = _add(total, pod.requests)
-            if any(_fits(candidate, it.allocatable) for it in options):
-                packed.append(pod)
-                total = candidate
-                leftover.remove(pod)
-        if not packed:
-            break
-        fitting = sorted(
-            (it for it in options if _fits(total, it.allocatable)), key=lambda it: (_price(it, reqs), it.name)
-        )
-        cheapest = fitting[0]
-        offer = min((o for o in cheapest.offerings if reqs.get_or_exists(L.CAPACITY_TYPE).has(o.capacity_type)),
-                    key=lambda o: o.price)
-        new_nodes.append(NewNode(
-            name=f"new-{len(new_nodes)}", provisioner=prov.name, requirements=reqs.copy(), labels={}, taints=(),
-            startup_taints=(), instance_type_options=tuple(fitting), pods=tuple(packed), requests=total,
-            daemon_requests={}, launch=Launch(cheapest, offer.zone, offer.capacity_type, offer.price),
-        ))
-    for pod in leftover:
-        unschedulable[pod.key] = "no instance type fits"
-    return SchedulingResult(tuple(new_nodes), {k: tuple(v) for k, v in assigned.items()}, unschedulable)

@@ -8,6 +8,7 @@ import pytest
 
 from controller.core import labels as L
 from controller.core.requirements import Requirements
+from controller.core.taints import Taint
 from controller.deprovisioning.candidates import candidates
 from controller.deprovisioning.commands import CONSOLIDATION, Command
 from controller.deprovisioning.consolidation import (
@@ -17,12 +18,12 @@ from controller.deprovisioning.consolidation import (
     worst_launch_price,
 )
 from controller.deprovisioning.types import Snapshot
+from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult
 from tests.controller.deprovisioning.builders import (
     LARGE,
     MEDIUM,
     SMALL,
-    fake_schedule,
     make_instance_type,
     make_node,
     make_pod,
@@ -34,7 +35,7 @@ ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
 ANY_CAPACITY = [make_provisioner(consolidation=True)]
 
 
-def _compute(snap: Snapshot, *names: str, scheduler=fake_schedule):  # type: ignore[no-untyped-def]
+def _compute(snap: Snapshot, *names: str, scheduler=schedule):  # type: ignore[no-untyped-def]
     by_name = {c.name: c for c in candidates(snap, lambda c: True)}
     return compute_consolidation(snap, [by_name[n] for n in names], scheduler)
 
@@ -82,7 +83,7 @@ def test_on_demand_to_spot_is_allowed_and_pinned_to_spot() -> None:
 
 def test_pods_that_cannot_be_rescheduled_block_consolidation() -> None:
     def pinned(inp: SchedulingInput) -> SchedulingResult:
-        result = fake_schedule(inp)
+        result = schedule(inp)
         stuck = {p.key: "needs its node" for p in inp.pods if p.labels.get("app") == "pinned"}
         return dataclasses.replace(result, unschedulable={**result.unschedulable, **stuck})
 
@@ -100,10 +101,11 @@ def test_pods_landing_on_a_node_that_is_not_initialized_do_not_count() -> None:
 
 def test_more_than_one_new_node_is_not_a_consolidation() -> None:
     huge = make_instance_type("huge", 16, od=5.0)
-    provisioners = [
-        make_provisioner(capacity_types=["on-demand"], instance_types=[MEDIUM]),
-        make_provisioner("big", consolidation=True, capacity_types=["on-demand"], instance_types=[huge]),
-    ]
+    big = make_provisioner("big", consolidation=True, capacity_types=["on-demand"], instance_types=[huge])
+    # the pods do not tolerate big's taint: only default's 4-cpu type can take them, one per node
+    taint = Taint("dedicated", "big", "NoSchedule")
+    tainted = dataclasses.replace(big, spec=dataclasses.replace(big.spec, taints=(taint,)))
+    provisioners = [make_provisioner(capacity_types=["on-demand"], instance_types=[MEDIUM]), tainted]
     node = make_node("n1", huge, provisioner="big", pods=[make_pod(f"p{i}", cpu=3.5) for i in range(3)])
     assert _compute(make_snapshot([node], provisioners), "n1").why_not == "can't remove without creating 3 nodes"
 

@@ -17,8 +17,9 @@ from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.launcher import Launcher
+from controller.scheduling.scheduler import schedule
 from controller.state.cluster import ClusterState
-from tests.controller.deprovisioning.builders import CATALOG, fake_schedule
+from tests.controller.deprovisioning.builders import CATALOG
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
 from tests.fakes.objects import make_node, make_pdb, make_pod, make_provisioner
@@ -34,7 +35,7 @@ class World:
         self.cloud = FakeCloudProvider(CATALOG, self.clock)
         launcher = ProvisioningLauncher(Launcher(self.kube, self.cloud, self.state, self.clock), self.state)
         self.controller = DeprovisioningController(
-            self.state, self.kube, self.cloud, launcher, self.clock, DeprovisioningSettings(**settings), fake_schedule
+            self.state, self.kube, self.cloud, launcher, self.clock, DeprovisioningSettings(**settings), schedule
         )
         self.baseline: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
 
@@ -225,7 +226,7 @@ def restarted(world: World, **settings: Any) -> DeprovisioningController:
     """A new controller on the same cluster: what a killed and restarted process starts with."""
     launcher = ProvisioningLauncher(Launcher(world.kube, world.cloud, world.state, world.clock), world.state)
     return DeprovisioningController(
-        world.state, world.kube, world.cloud, launcher, world.clock, DeprovisioningSettings(**settings), fake_schedule
+        world.state, world.kube, world.cloud, launcher, world.clock, DeprovisioningSettings(**settings), schedule
     )
 
 

@@ -7,11 +7,11 @@ import dataclasses
 from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings, Snapshot
+from controller.scheduling.scheduler import schedule
 from tests.controller.deprovisioning.builders import (
     LARGE,
     MEDIUM,
     at,
-    fake_schedule,
     make_node,
     make_pod,
     make_provisioner,
@@ -23,7 +23,7 @@ ALL_ON = [make_provisioner(consolidation=True, ttl_expired=100, capacity_types=[
 
 
 def _pass(snap: Snapshot, pending=None, settings=SETTINGS):  # type: ignore[no-untyped-def]
-    return decide(snap, pending, fake_schedule, settings)
+    return decide(snap, pending, schedule, settings)
 
 
 def test_expiration_goes_before_emptiness_and_consolidation() -> None:

@@ -6,9 +6,9 @@ from controller.core import labels as L
 from controller.core.timestamps import parse_datetime
 from controller.deprovisioning.commands import Annotate
 from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
+from controller.scheduling.scheduler import schedule
 from tests.controller.deprovisioning.builders import (
     at,
-    fake_schedule,
     make_node,
     make_pod,
     make_provisioner,
@@ -48,7 +48,7 @@ def test_nodes_empty_longer_than_the_ttl_are_deleted_together() -> None:
         make_node("unmarked"),
         make_node("busy", pods=[make_pod("a")], annotations={L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"}),
     ]
-    out = Emptiness().compute(make_snapshot(nodes, TTL5, now=at(6)), fake_schedule)
+    out = Emptiness().compute(make_snapshot(nodes, TTL5, now=at(6)), schedule)
     assert out.command is not None
     assert out.command.reason == "emptiness/delete"
     assert sorted(out.command.node_names) == ["old-1", "old-2"]
@@ -56,5 +56,5 @@ def test_nodes_empty_longer_than_the_ttl_are_deleted_together() -> None:
 
 def test_nothing_before_the_ttl_or_without_it() -> None:
     node = make_node("n1", annotations={L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"})
-    assert Emptiness().compute(make_snapshot([node], TTL5, now=at(5)), fake_schedule).command is None
-    assert Emptiness().compute(make_snapshot([node], [make_provisioner()], now=at(60)), fake_schedule).command is None
+    assert Emptiness().compute(make_snapshot([node], TTL5, now=at(5)), schedule).command is None
+    assert Emptiness().compute(make_snapshot([node], [make_provisioner()], now=at(60)), schedule).command is None
