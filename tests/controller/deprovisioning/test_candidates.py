@@ -13,10 +13,10 @@ from controller.deprovisioning.candidates import (
     new_candidate,
 )
 from controller.deprovisioning.types import POD_DELETION_COST, DisruptionBudget
-from tests.controller.deprovisioning.builders import (
+from tests.builders.deprovisioning import (
     LARGE,
     at,
-    make_instance_type,
+    instance_type,
     make_node,
     make_pdb,
     make_pod,
@@ -35,7 +35,7 @@ def test_a_plain_owned_node_is_a_candidate_with_its_offering_price() -> None:
 NOT_CANDIDATES = {
     "no provisioner label": dict(labels={L.CAPACITY_TYPE: "on-demand", L.ZONE: "zone-a", L.INSTANCE_TYPE: "medium"}),
     "unknown provisioner": dict(provisioner="other"),
-    "instance type not offered": dict(instance_type=make_instance_type("exotic", 4)),
+    "instance type not offered": dict(instance_type=instance_type("exotic", 4, price=0.1)),
     "not initialized": dict(initialized=False),
     "nominated": dict(nominated=True),
     "being deleted": dict(deleting=True),

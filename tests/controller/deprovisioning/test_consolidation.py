@@ -20,16 +20,17 @@ from controller.deprovisioning.consolidation import (
 from controller.deprovisioning.types import Snapshot
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult
-from tests.controller.deprovisioning.builders import (
+from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
     SMALL,
-    make_instance_type,
+    instance_type,
     make_node,
     make_pod,
     make_provisioner,
     make_snapshot,
 )
+from tests.builders.scheduling import make_instance_type
 
 ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
 ANY_CAPACITY = [make_provisioner(consolidation=True)]
@@ -100,7 +101,7 @@ def test_pods_landing_on_a_node_that_is_not_initialized_do_not_count() -> None:
 
 
 def test_more_than_one_new_node_is_not_a_consolidation() -> None:
-    huge = make_instance_type("huge", 16, od=5.0)
+    huge = instance_type("huge", 16, price=5.0)
     big = make_provisioner("big", consolidation=True, capacity_types=["on-demand"], instance_types=[huge])
     # the pods do not tolerate big's taint: only default's 4-cpu type can take them, one per node
     taint = Taint("dedicated", "big", "NoSchedule")
@@ -127,7 +128,7 @@ def test_consolidation_eligibility(value: str | None, enabled: bool, why: str | 
 
 
 def test_worst_launch_price_is_the_dearest_spot_price_if_spot_is_allowed() -> None:
-    it = make_instance_type("x", 2, od=0.5, spot=0.2, zones=("zone-a", "zone-b"))
+    it = make_instance_type("x", cpu=2, price=0.5, spot_price=0.2, zones=("zone-a", "zone-b"))
     it = dataclasses.replace(it, offerings=(*it.offerings[:-1], dataclasses.replace(it.offerings[-1], price=0.3)))
     assert worst_launch_price(it, Requirements()) == 0.3
     on_demand = Requirements.from_labels({L.CAPACITY_TYPE: "on-demand"})

@@ -9,12 +9,12 @@ from controller.deprovisioning.consolidators import (
     SingleNodeConsolidation,
 )
 from controller.scheduling.scheduler import schedule
-from tests.controller.deprovisioning.builders import (
+from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
     SMALL,
     at,
-    make_instance_type,
+    instance_type,
     make_node,
     make_pdb,
     make_pod,
@@ -50,7 +50,7 @@ def test_multi_node_finds_the_largest_prefix_that_can_go() -> None:
 def test_multi_node_replaces_several_nodes_with_one_cheaper_node() -> None:
     # 3 mediums ($0.20 each) with 2.5 cpu each: one 8-cpu xl ($0.30) is the real scheduler's
     # cheapest packing for any prefix of 2 or 3 of them, so the binary search takes all three
-    xl = make_instance_type("xl", 8, od=0.30)
+    xl = instance_type("xl", 8, price=0.30)
     types = [SMALL, MEDIUM, xl]
     provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=types)]
     nodes = [make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=2.5)], created=at(i)) for i in range(3)]

@@ -19,10 +19,10 @@ from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.launcher import Launcher
 from controller.scheduling.scheduler import schedule
 from controller.state.cluster import ClusterState
-from tests.controller.deprovisioning.builders import CATALOG
+from tests.builders.deprovisioning import CATALOG
+from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node, make_pdb, make_pod, make_provisioner
 
 SIZES = {"small": "2", "medium": "4", "large": "8"}
 

@@ -8,15 +8,7 @@ from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings, Snapshot
 from controller.scheduling.scheduler import schedule
-from tests.controller.deprovisioning.builders import (
-    LARGE,
-    MEDIUM,
-    at,
-    make_node,
-    make_pod,
-    make_provisioner,
-    make_snapshot,
-)
+from tests.builders.deprovisioning import LARGE, MEDIUM, at, make_node, make_pod, make_provisioner, make_snapshot
 
 SETTINGS = DeprovisioningSettings()
 ALL_ON = [make_provisioner(consolidation=True, ttl_expired=100, capacity_types=["on-demand"])]

@@ -7,13 +7,7 @@ from controller.core.timestamps import parse_datetime
 from controller.deprovisioning.commands import Annotate
 from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
 from controller.scheduling.scheduler import schedule
-from tests.controller.deprovisioning.builders import (
-    at,
-    make_node,
-    make_pod,
-    make_provisioner,
-    make_snapshot,
-)
+from tests.builders.deprovisioning import at, make_node, make_pod, make_provisioner, make_snapshot
 
 TTL5 = [make_provisioner(ttl_empty=5)]
 

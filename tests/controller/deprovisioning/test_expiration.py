@@ -5,15 +5,7 @@ from __future__ import annotations
 from controller.core import labels as L
 from controller.deprovisioning.expiration import Expiration
 from controller.scheduling.scheduler import schedule
-from tests.controller.deprovisioning.builders import (
-    SMALL,
-    at,
-    make_node,
-    make_pdb,
-    make_pod,
-    make_provisioner,
-    make_snapshot,
-)
+from tests.builders.deprovisioning import SMALL, at, make_node, make_pdb, make_pod, make_provisioner, make_snapshot
 
 TTL = [make_provisioner(ttl_expired=100)]
 

@@ -27,9 +27,9 @@ from controller.events import EventRecorder
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
+from tests.builders.wire import make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_pod, make_provisioner
 from tests.support import placement
 
 TYPES = tuple(it for it in simulated_catalog() if it.name in {"c6a.large", "m6a.large", "c6a.xlarge", "m6a.xlarge"})

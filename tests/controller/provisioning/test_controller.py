@@ -16,9 +16,9 @@ from controller.events import EventRecorder
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
+from tests.builders.wire import make_node, make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node, make_pod, make_provisioner
 
 TYPES = tuple(it for it in simulated_catalog() if it.name in {"m5.large", "m5.xlarge", "m5.2xlarge", "c5.large"})
 

@@ -7,8 +7,8 @@ from typing import Any
 from controller.core import labels as L
 from controller.kube.resources import NODES, PODS
 from controller.provisioning.initialization import InitializationController
+from tests.builders.wire import make_node, make_pod
 from tests.controller.provisioning.test_controller import make_env
-from tests.fakes.objects import make_node, make_pod
 
 STARTUP = {"key": "init", "effect": "NoSchedule"}
 TOLERATE = [{"key": "dedicated", "operator": "Exists"}]

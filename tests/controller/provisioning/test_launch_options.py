@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest
-from tests.controller.scheduling.builders import make_instance_type, make_pod, run
+from tests.builders.scheduling import make_instance_type, make_pod, run
 from tests.fakes.cloudprovider import FakeCloudProvider
 
 

@@ -17,7 +17,7 @@ from controller.scheduling.overhead import (
     shape_of,
 )
 from controller.scheduling.types import KubeletSpec
-from tests.controller.scheduling.builders import make_instance_type
+from tests.builders.scheduling import make_instance_type
 
 MIB = 2**20
 GIB = 2**30

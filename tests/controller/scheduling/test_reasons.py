@@ -6,7 +6,7 @@ from controller.core.labels import ARCH, HOSTNAME, INSTANCE_TYPE, PROVISIONER_NA
 from controller.core.requirements import Requirement
 from controller.core.taints import Taint
 from controller.scheduling.reasons import amount, render_requirement
-from tests.controller.scheduling.builders import make_node, make_pod, make_provisioner, reason, req, run, term
+from tests.builders.scheduling import make_node, make_pod, make_provisioner, reason, req, run, term
 
 GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
 

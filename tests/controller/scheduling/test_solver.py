@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from controller.core.labels import ARCH, HOSTNAME, PROVISIONER_NAME
 from controller.core.taints import Taint
-from tests.controller.scheduling.builders import (
+from tests.builders.scheduling import (
     make_instance_type,
     make_node,
     make_pod,

@@ -12,7 +12,7 @@ from controller.core.labels import CAPACITY_TYPE, HOSTNAME, ZONE
 from controller.core.requirements import Requirements
 from controller.scheduling.topology import Group, filter_matches, short_key
 from controller.scheduling.types import LabelSelector, PodRequest
-from tests.controller.scheduling.builders import (
+from tests.builders.scheduling import (
     make_instance_type,
     make_node,
     make_pod,

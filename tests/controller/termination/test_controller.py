@@ -13,9 +13,9 @@ from controller.kube.errors import TooManyRequestsError
 from controller.kube.resources import NODES, PODS, WATCHED
 from controller.state.cluster import ClusterState
 from controller.termination.controller import TerminationController
+from tests.builders.wire import make_node, make_pod
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node, make_pod
 
 
 @dataclass

@@ -48,8 +48,10 @@ def make_instance_type(
     labels: Mapping[str, str] | None = None,
     unavailable: Iterable[tuple[str, str]] = (),
 ) -> InstanceType:
-    """An instance type; spot offerings only when `spot_price` is given."""
-    family, size = name.split(".", 1)
+    """An instance type; spot offerings only when `spot_price` is given. A name without a dot
+    (`small`) is its own family and size."""
+    family, _, size = name.partition(".")
+    size = size or name
     all_labels = {
         L.INSTANCE_TYPE: name,
         L.ARCH: arch,

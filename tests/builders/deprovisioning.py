@@ -16,11 +16,11 @@ from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo,
 from controller.scheduling.types import (
     InstanceType,
     LabelSelector,
-    Offering,
     PodRequest,
     ProvisionerSpec,
     StateNode,
 )
+from tests.builders.scheduling import make_instance_type
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 GI = 1024**3
@@ -31,31 +31,18 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def make_instance_type(
-    name: str, cpu: int, memory_gi: int = 4, od: float | None = 0.1, spot: float | None = None,
-    zones: Sequence[str] = (ZONE_A,),
-) -> InstanceType:
-    offerings = [Offering(z, L.CAPACITY_TYPE_ON_DEMAND, od) for z in zones if od is not None]
-    offerings += [Offering(z, L.CAPACITY_TYPE_SPOT, spot) for z in zones if spot is not None]
-    reqs = Requirements(
-        [
-            Requirement.new(L.INSTANCE_TYPE, IN, [name]),
-            Requirement.new(L.ZONE, IN, zones),
-            Requirement.new(L.CAPACITY_TYPE, IN, {o.capacity_type for o in offerings}),
-        ]
-    )
-    return InstanceType(
-        name=name,
-        requirements=reqs,
-        capacity={"cpu": cpu * 1000, "memory": memory_gi * GI, "pods": 110},
-        overhead={},
-        offerings=tuple(offerings),
+def instance_type(name: str, cpu: int, price: float, spot_price: float | None = None) -> InstanceType:
+    """A deprovisioning-test instance type: family m5 (what a defaulted Provisioner allows),
+    4 GiB, 110 pods, offered in `ZONE_A` only."""
+    labels = {L.INSTANCE_CATEGORY: "m", L.INSTANCE_FAMILY: "m5"}
+    return make_instance_type(
+        name, cpu=cpu, memory_gib=4, pods=110, price=price, spot_price=spot_price, zones=(ZONE_A,), labels=labels
     )
 
 
-SMALL = make_instance_type("small", 2, od=0.10, spot=0.03)
-MEDIUM = make_instance_type("medium", 4, od=0.20, spot=0.06)
-LARGE = make_instance_type("large", 8, od=0.40, spot=0.12)
+SMALL = instance_type("small", 2, price=0.10, spot_price=0.03)
+MEDIUM = instance_type("medium", 4, price=0.20, spot_price=0.06)
+LARGE = instance_type("large", 8, price=0.40, spot_price=0.12)
 CATALOG = (SMALL, MEDIUM, LARGE)
 
 
