@@ -37,6 +37,11 @@ ARCH = "kubernetes.io/arch"
 OS = "kubernetes.io/os"
 HOSTNAME = "kubernetes.io/hostname"
 
+# Kubernetes keys karpy reads.
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"  # the taint a cordon means
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"  # orders consolidation candidates
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static (mirror) pod
+
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"
 

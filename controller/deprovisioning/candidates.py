@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from controller.core import labels as L
+from controller.core.labels import POD_DELETION_COST
 from controller.deprovisioning.commands import Event, blocked
-from controller.deprovisioning.types import POD_DELETION_COST, Candidate, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
+from controller.deprovisioning.types import Candidate, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
 
 
 def new_candidate(node: NodeInfo, snapshot: Snapshot) -> Candidate | None:

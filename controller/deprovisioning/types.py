@@ -27,7 +27,6 @@ from controller.scheduling.types import (
 Scheduler = Callable[[SchedulingInput], SchedulingResult]
 """The pure scheduler (`controller.scheduling.scheduler.schedule`), injected for simulations."""
 
-POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,11 +32,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from controller.core import resources as res
-from controller.core.labels import BINDING_HOLD, HOSTNAME
+from controller.core.labels import BINDING_HOLD, HOSTNAME, UNSCHEDULABLE_TAINT_KEY
 from controller.core.requirements import Requirement
 from controller.core.taints import NO_EXECUTE, NO_SCHEDULE, Taint, first_untolerated, is_ephemeral
 from controller.scheduling.types import LabelSelector, PodAffinityTerm, PodRequest
-from controller.state.snapshot import UNSCHEDULABLE_TAINT_KEY, NodeView, Snapshot
+from controller.state.snapshot import NodeView, Snapshot
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 

@@ -31,8 +31,6 @@ from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSp
 Obj = Mapping[str, Any]
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,7 +70,7 @@ class PodView:
 
     @property
     def is_mirror(self) -> bool:
-        return MIRROR_ANNOTATION in self.annotations or self.owner_kind == "Node"
+        return L.MIRROR_ANNOTATION in self.annotations or self.owner_kind == "Node"
 
     @property
     def do_not_evict(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.core import labels as L
+from controller.core.labels import POD_DELETION_COST
 from controller.deprovisioning.candidates import (
     by_disruption_cost,
     candidates,
@@ -12,7 +13,7 @@ from controller.deprovisioning.candidates import (
     filter_candidates,
     new_candidate,
 )
-from controller.deprovisioning.types import POD_DELETION_COST, DisruptionBudget
+from controller.deprovisioning.types import DisruptionBudget
 from tests.builders.deprovisioning import (
     LARGE,
     at,
