@@ -41,6 +41,7 @@ HOSTNAME = "kubernetes.io/hostname"
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"  # the taint a cordon means
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"  # orders consolidation candidates
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static (mirror) pod
+EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"  # set on a terminating node
 
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"

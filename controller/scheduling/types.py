@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from controller.core.labels import INSTANCE_TYPE, PROVISIONER_NAME
 from controller.core.requirements import Requirement, Requirements
 from controller.core.resources import Resources
 from controller.core.taints import Taint, Toleration
@@ -219,11 +220,11 @@ class StateNode:
 
     @property
     def provisioner_name(self) -> str | None:
-        return self.labels.get("karpenter.sh/provisioner-name")
+        return self.labels.get(PROVISIONER_NAME)
 
     @property
     def instance_type_name(self) -> str | None:
-        return self.labels.get("node.kubernetes.io/instance-type")
+        return self.labels.get(INSTANCE_TYPE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,6 @@ from controller.termination.terminator import DrainPlan, drain_plan
 
 log = logging.getLogger(__name__)
 
-EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 10.0
 
 
@@ -81,9 +80,9 @@ class TerminationController:
         return outcome
 
     def _terminate(self, node: NodeView, now: float, outcome: Outcome) -> None:
-        if not node.unschedulable or node.labels.get(EXCLUDE_LB) != "karpenter":
+        if not node.unschedulable or node.labels.get(L.EXCLUDE_LB) != "karpenter":
             self.kube.patch(
-                NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {EXCLUDE_LB: "karpenter"}}}
+                NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {L.EXCLUDE_LB: "karpenter"}}}
             )
             outcome.cordoned.append(node.name)
             log.info("cordoned node %s", node.name)
