@@ -2,6 +2,7 @@
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY karpy karpy
 COPY controller controller
 COPY webapp webapp
 COPY certs certs

@@ -18,9 +18,10 @@ venv: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
-	$(BIN)/mypy controller webapp localcluster certs
+	$(BIN)/mypy karpy controller webapp localcluster certs tests bench
 
 # The local control plane (etcd, kube-apiserver, scheduler, KCM, kubectl, kwok, helm), built from
 # pinned Go modules and cached under ~/.cache/karpy/localcluster/<key>/bin (tens of minutes cold).

@@ -107,7 +107,7 @@ def over_tls(seconds: float = 8.0, clients: int = 4, workers: int = 2) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         certs = Path(tmp) / "certs"
         subprocess.run(
-            [sys.executable, "-m", "controller.cli", "certs", "generate", "--dir", str(certs), "--host", "127.0.0.1"],
+            [sys.executable, "-m", "karpy", "certs", "generate", "--dir", str(certs), "--host", "127.0.0.1"],
             check=True,
             capture_output=True,
         )

@@ -22,12 +22,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.resources import parse_resources
 from controller.kube.client import KubeClient
 from controller.kube.errors import KubeError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
 from controller.scheduling.pods import pod_requests
-from controller.scheduling.resources import parse_resources
 from localcluster import LocalCluster, procs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ def run(cluster: LocalCluster, work: Path) -> dict[str, Any]:
     kube = KubeClient(str(cluster.kubeconfig))
     port = procs.free_port()
     argv = [
-        sys.executable, "-m", "controller.cli", "controller", "--kubeconfig", str(cluster.kubeconfig),
+        sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(cluster.kubeconfig),
         "--simulated-db", str(work / "cloud.db"), "--cluster-name", "bench", "--leader-election-name", "karpy-bench",
         "--http-host", "127.0.0.1", "--http-port", str(port), "--log-format", "text",
     ]  # fmt: skip

@@ -2,14 +2,14 @@
 
 `Clock` is the protocol (`now()` in epoch seconds, `monotonic()` for intervals); `SystemClock`
 is the real one; `FakeClock` is for tests (`step(seconds)`), so no test ever sleeps. Controllers
-take a clock in their constructor and never call `time.time()` themselves.
+take a clock in their constructor and never call `time.time()` themselves. Kubernetes
+timestamps are read and written by `controller.core.timestamps`.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -38,23 +38,3 @@ class FakeClock:
     def step(self, seconds: float) -> None:
         with self._lock:
             self._now += seconds
-
-
-def parse_timestamp(text: str | None) -> float | None:
-    """A Kubernetes RFC 3339 timestamp (`2024-01-02T03:04:05Z`) in epoch seconds, or None."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def format_timestamp(seconds: float) -> str:
-    """Epoch seconds as a Kubernetes timestamp (second precision, UTC)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_micro_timestamp(seconds: float) -> str:
-    """Epoch seconds as a Kubernetes MicroTime (used by Leases and events.k8s.io)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

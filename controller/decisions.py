@@ -1,7 +1,9 @@
 """`DecisionLog`: a bounded, in-memory record of what the controllers decided, and why.
 
 Each `Decision` says what was launched or removed (node, instance type, zone, capacity type,
-price), for which pods, and why a pod or node was left alone. The HTTP server serves the most
+price), for which pods, and why a pod or node was left alone. Deprovisioning records each
+command it carries out (`<method>/<delete|replace>`: emptiness, expiration, consolidation) with
+its reason and the hourly prices before and after, and each command that failed. The HTTP server serves the most
 recent ones as JSON at `/api/v1/decisions` (newest first) for the dashboard. Thread-safe.
 """
 
@@ -12,7 +14,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from controller.clock import Clock, format_timestamp
+from controller.clock import Clock
+from controller.core.timestamps import format_timestamp
 
 LAUNCHED = "launched"
 LAUNCH_FAILED = "launch-failed"
@@ -21,6 +24,7 @@ IGNORED = "ignored"
 TERMINATED = "terminated"
 WAITING = "waiting"
 GARBAGE_COLLECTED = "garbage-collected"
+DEPROVISIONING_FAILED = "deprovisioning-failed"
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class Decision:
     zone: str = ""
     capacity_type: str = ""
     price: float | None = None
+    price_before: float | None = None  # deprovisioning: the removed nodes' hourly price
+    price_after: float | None = None  # deprovisioning: the replacements' hourly price (0 for a delete)
     time: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -1,9 +1,10 @@
 """`EventRecorder`: Kubernetes events on pods, nodes and provisioners (spec §9.2).
 
 Events are declared per controller (`provisioning/events.py`, `termination/events.py`, …) as
-`Event` values; the recorder de-duplicates them (same object, reason and message within
-`dedupe_seconds`, 2 min by default, as Karpenter does) and writes core/v1 Events through the
-Kubernetes adapter. A failed write is logged, never raised: events are best effort.
+`Event` values; the one recorder of the process de-duplicates them (same object, reason and
+message — or the event's own `dedupe_key` — within the event's `dedupe_seconds`, else the
+recorder's 2 min, as Karpenter does) and writes core/v1 Events through the Kubernetes adapter.
+A failed write is logged, never raised: events are best effort.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from controller.clock import Clock, format_timestamp
+from controller.clock import Clock
+from controller.core.timestamps import format_timestamp
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError
 
@@ -46,6 +48,7 @@ class Event:
     reason: str
     message: str
     dedupe_key: str = ""  # defaults to object + reason + message
+    dedupe_seconds: float | None = None  # defaults to the recorder's window
 
 
 class EventRecorder:
@@ -64,12 +67,14 @@ class EventRecorder:
             event.dedupe_key
             or f"{event.ref.kind}/{event.ref.namespace}/{event.ref.name}/{event.reason}/{event.message}"
         )
+        window = self._dedupe if event.dedupe_seconds is None else event.dedupe_seconds
         with self._lock:
-            if now - self._seen.get(key, -1e18) < self._dedupe:
+            if now - self._seen.get(key, -1e18) < window:
                 return False
             self._seen[key] = now
             if len(self._seen) > 10_000:
-                self._seen = {k: t for k, t in self._seen.items() if now - t < self._dedupe}
+                longest = max(self._dedupe, window)
+                self._seen = {k: t for k, t in self._seen.items() if now - t < longest}
             self.published.append(event)
             del self.published[:-200]
         if self._kube is not None:

@@ -16,7 +16,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from controller.clock import Clock, format_micro_timestamp, parse_timestamp
+from controller.clock import Clock
+from controller.core.timestamps import format_micro_timestamp, parse_timestamp
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import LEASES

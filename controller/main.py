@@ -23,6 +23,9 @@ from controller import logs
 from controller.clock import Clock, SystemClock
 from controller.cloudprovider.base import CloudProvider
 from controller.decisions import DecisionLog
+from controller.deprovisioning.controller import DeprovisioningController
+from controller.deprovisioning.launcher import ProvisioningLauncher
+from controller.deprovisioning.types import DeprovisioningSettings
 from controller.events import EventRecorder
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
 from controller.httpserver import ControllerHTTPServer
@@ -126,9 +129,10 @@ def build(
             settings.gc_interval_seconds,
         ),
     ]
-    deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning)
-    if deprovisioning is not None:
-        jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
+    # Imported at module level: a deprovisioning module that fails to import crashes the process
+    # at start instead of shipping a controller that never consolidates (issue 9, bug 5).
+    deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning, recorder, decisions)
+    jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
     elector = None
     if settings.leader_elect:
         elector = LeaderElector(
@@ -145,14 +149,9 @@ def _deprovisioning(
     cloud: CloudProvider,
     clock: Clock,
     provisioning: ProvisioningController,
-) -> Reconciler | None:
-    try:
-        from controller.deprovisioning.controller import DeprovisioningController
-        from controller.deprovisioning.launcher import ProvisioningLauncher
-        from controller.deprovisioning.types import DeprovisioningSettings
-    except ImportError as err:
-        log.warning("deprovisioning is not available: %s", err)
-        return None
+    recorder: EventRecorder,
+    decisions: DecisionLog,
+) -> Reconciler:
     deprov_settings = DeprovisioningSettings(
         validation_wait_seconds=settings.validation_wait_seconds,
         poll_period_seconds=settings.poll_period_seconds,
@@ -160,8 +159,9 @@ def _deprovisioning(
         consolidated_reset_seconds=settings.consolidated_reset_seconds,
     )
     controller: Reconciler = DeprovisioningController(
-        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, deprov_settings
-    )
+        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, deprov_settings,
+        recorder=recorder, decisions=decisions,
+    )  # fmt: skip
     return controller
 
 

@@ -17,8 +17,9 @@ from typing import Any
 from marshmallow import ValidationError
 
 from controller.apis.errors import FieldError, got_both, invalid_value, missing_field, out_of_bounds
+from controller.apis.metadata import validate_metadata
 from controller.apis.schemas import AWS_PROVIDER_STRICT, schema_errors
-from controller.scheduling.quantity import parse_quantity
+from controller.core.quantity import parse_quantity
 
 API_VERSION = "karpenter.k8s.aws/v1alpha1"
 KIND = "AWSNodeTemplate"
@@ -126,7 +127,7 @@ def validate_aws_provider(spec: dict[str, Any], base: str, inline: bool = False)
         try:
             AWS_PROVIDER_STRICT.load(spec)
         except ValidationError as err:
-            return schema_errors(err.messages, base)  # type: ignore[arg-type]
+            return schema_errors(err.messages, base)
     errors: list[FieldError] = []
     launch_template = spec.get("launchTemplate")
     if launch_template:
@@ -189,8 +190,6 @@ def _block_device_errors(mapping: dict[str, Any], path: str) -> list[FieldError]
 
 def validate_awsnodetemplate(obj: dict[str, Any]) -> list[FieldError]:
     """Every rule of spec §3.3 over a schema-checked AWSNodeTemplate document."""
-    from controller.apis.validation import validate_metadata
-
     spec: dict[str, Any] = obj.get("spec") or {}
     errors = validate_metadata(obj.get("metadata") or {})
     errors += validate_aws_provider(spec, "spec")

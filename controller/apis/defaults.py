@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.apis.labels import (
+from controller.core.labels import (
     ARCH,
     CAPACITY_TYPE,
     INSTANCE_CATEGORY,

@@ -28,7 +28,7 @@ def read(obj: Any, schema: Schema) -> tuple[dict[str, Any] | None, list[FieldErr
     try:
         loaded = schema.load(obj)
     except ValidationError as err:
-        return None, schema_errors(err.messages)  # type: ignore[arg-type]
+        return None, schema_errors(err.messages)
     if not isinstance(loaded, dict):
         return None, [FieldError("the object could not be read", ("<root>",))]
     return loaded, []

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.scheduling.quantity import parse_duration
+from controller.core.quantity import parse_duration
 
 API_VERSION = "karpenter.sh/v1alpha5"
 KIND = "Provisioner"

@@ -14,7 +14,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, ValidationError, fields
 
 from controller.apis.errors import FieldError
-from controller.scheduling.quantity import QuantityError, parse_duration, parse_quantity
+from controller.core.quantity import QuantityError, parse_duration, parse_quantity
 
 
 class StrictString(fields.String):
@@ -111,7 +111,7 @@ class StringMap(fields.Field):  # type: ignore[type-arg]
             else:
                 out[key] = item
         if errors:
-            raise ValidationError(errors)  # type: ignore[arg-type]
+            raise ValidationError(errors)
         return out
 
     def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:

@@ -16,10 +16,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from controller.apis import labels as L
 from controller.apis.awsnodetemplate import validate_aws_provider
 from controller.apis.errors import FieldError, got_both, invalid_key, invalid_value, out_of_bounds
-from controller.scheduling.quantity import QuantityError, parse_quantity
+from controller.apis.metadata import validate_metadata
+from controller.core import labels as L
+from controller.core.quantity import QuantityError, parse_quantity
 
 EVICTION_SIGNALS = (
     "memory.available",
@@ -31,28 +32,6 @@ EVICTION_SIGNALS = (
 )
 RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
-def validate_metadata(meta: dict[str, Any]) -> list[FieldError]:
-    """Name (or generateName) required; a name must be a DNS-1035 label."""
-    name = meta.get("name")
-    if not name:
-        generate = meta.get("generateName")
-        if not generate:
-            return [FieldError("missing field(s)", ("metadata.name",))]
-        if not L.is_dns1035_label(str(generate).rstrip("-") or "x"):
-            return [FieldError(f"not a DNS 1035 label prefix: {generate!r}", ("metadata.generateName",))]
-        return []
-    if not L.is_dns1035_label(name):
-        return [
-            FieldError(
-                f"not a DNS 1035 label: [a DNS-1035 label must consist of lower case alphanumeric characters "
-                f"or '-', start with an alphabetic character, and end with an alphanumeric character, "
-                f"at most 63 characters] (got {name!r})",
-                ("metadata.name",),
-            )
-        ]
-    return []
 
 
 def validate_provisioner(obj: dict[str, Any]) -> list[FieldError]:

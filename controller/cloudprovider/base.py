@@ -3,13 +3,16 @@
 Contract, per method (errors are those of `errors.py`):
 
 - `create(request: NodeRequest) -> Instance` — launch ONE instance for a node the scheduler
-  wants. The provider picks among `request.instance_type_options` with `launch_order()`:
-  spot before on-demand (when the requirements allow spot), cheapest first, skipping offerings in
-  its insufficient-capacity cache (`UnavailableOfferings`, 45 s per (type, zone, capacity type)),
-  and falls back through the options when one is out of capacity. Raises
-  `InsufficientCapacityError` when none could be bought, `CloudProviderError` otherwise. A failed
-  create leaves no instance behind. The returned instance is tagged as karpy's (cluster, provisioner).
+  wants. The provider picks among `request.instance_type_options` with
+  `scheduling.instancetypes.launch_order()` — the same decision `karpy simulate` shows: exotic
+  types only when nothing else fits, spot before on-demand (when the requirements allow spot),
+  cheapest first — skipping offerings in its insufficient-capacity cache (`UnavailableOfferings`,
+  45 s per (type, zone, capacity type)), and falls back through the options when one is out of
+  capacity. Raises `InsufficientCapacityError` when none could be bought, `CloudProviderError`
+  otherwise. A failed create leaves no instance behind. The returned instance is tagged as
+  karpy's (cluster, provisioner).
 - `delete(provider_id)` — terminate the instance; `NodeNotFoundError` if it is already gone.
+  Controllers call it through `terminate_instance()`, where already gone counts as done.
 - `get(provider_id) -> Instance` — `NodeNotFoundError` if it does not exist (or is terminated).
 - `list() -> list[Instance]` — every running instance tagged as this cluster's karpy instance.
 - `get_instance_types(provisioner) -> tuple[InstanceType, ...]` — what can be launched, with
@@ -24,18 +27,23 @@ Neighbours: `simulated/provider.py`, `tests/fakes/cloudprovider.py`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from controller.apis import labels as L
 from controller.clock import Clock
-from controller.scheduling.instancetypes import allowed_offerings, new_instance_type
-from controller.scheduling.requirements import Requirements
-from controller.scheduling.types import InstanceType, NewNode, Offering, ProvisionerSpec, Resources
+from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.core import labels as L
+from controller.core.requirements import Requirements
+from controller.core.resources import Resources
+from controller.scheduling.instancetypes import OfferingKey, new_instance_type
+from controller.scheduling.types import InstanceType, NewNode, Offering, ProvisionerSpec
 
 ICE_TTL_SECONDS = 45.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,7 +93,6 @@ class CloudProvider(Protocol):
     def get_instance_types(self, provisioner: ProvisionerSpec | None = None) -> tuple[InstanceType, ...]: ...
 
 
-OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 
 class UnavailableOfferings:
@@ -144,35 +151,6 @@ def with_unavailable(types: Iterable[InstanceType], unavailable: frozenset[Offer
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class LaunchOption:
-    instance_type: InstanceType
-    offering: Offering
-
-
-def launch_order(request: NodeRequest, unavailable: frozenset[OfferingKey] = frozenset()) -> list[LaunchOption]:
-    """Every (type, offering) the request allows, in the order a launch tries them (pure).
-
-    Spot before on-demand, then price, then type name, then zone (karpy's stable tie-break);
-    offerings that are unavailable or in the insufficient-capacity cache are left out.
-    """
-    options = []
-    for it in request.instance_type_options:
-        for offering in allowed_offerings(it, request.requirements):
-            if (it.name, offering.zone, offering.capacity_type) in unavailable:
-                continue
-            options.append(LaunchOption(it, offering))
-    options.sort(
-        key=lambda o: (
-            o.offering.capacity_type != L.CAPACITY_TYPE_SPOT,
-            o.offering.price,
-            o.instance_type.name,
-            o.offering.zone,
-        )
-    )
-    return options
-
-
 def instance_labels(it: InstanceType, offering: Offering, provisioner: str) -> dict[str, str]:
     """The labels a launched instance reports: the type's single-valued labels, the actual zone
     and capacity type, and the provisioner name (spec §5.9 step 10)."""
@@ -182,3 +160,19 @@ def instance_labels(it: InstanceType, offering: Offering, provisioner: str) -> d
     out[L.PROVISIONER_NAME] = provisioner
     out[L.INSTANCE_TYPE] = it.name
     return out
+
+
+def terminate_instance(cloud: CloudProvider, provider_id: str, what: str) -> bool:
+    """Terminate one instance; True once it is gone (`NodeNotFoundError` counts as success).
+
+    Another cloud error is logged as "`what`: cause" and gives False: the caller retries on its
+    next pass, and garbage collection finds an instance nobody retries for.
+    """
+    try:
+        cloud.delete(provider_id)
+    except NodeNotFoundError:
+        return True
+    except CloudProviderError as err:
+        log.warning("%s: %s", what, err)
+        return False
+    return True

@@ -10,21 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any
 
+from controller.core.timestamps import to_datetime
 from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
-from controller.scheduling.pods import PodSpecError, pod_request
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.types import InstanceType, PodRequest
+from controller.scheduling.types import InstanceType
+from controller.scheduling.workloads import daemonset_pods
 from controller.state.snapshot import NodeView, PodView
 from controller.state.snapshot import Snapshot as StateSnapshot
 
 log = logging.getLogger(__name__)
-
-
-def to_datetime(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, UTC)
 
 
 def pod_info(pod: PodView) -> PodInfo | None:
@@ -48,23 +42,6 @@ def node_info(node: NodeView) -> NodeInfo:
     )
 
 
-def daemonset_pod(obj: Mapping[str, Any]) -> PodRequest | None:
-    """The pod a DaemonSet would run on every node (its template), or None if unreadable."""
-    meta = obj.get("metadata") or {}
-    template = (obj.get("spec") or {}).get("template") or {}
-    tmeta = dict(template.get("metadata") or {})
-    tmeta.update(
-        namespace=meta.get("namespace"),
-        name=f"{meta.get('name')}-daemon",
-        ownerReferences=[{"kind": "DaemonSet", "controller": True, "name": meta.get("name")}],
-    )
-    try:
-        return pod_request({"metadata": tmeta, "spec": template.get("spec") or {}})
-    except (PodSpecError, QuantityError, TypeError, ValueError) as err:
-        log.debug("cannot read daemonset %s/%s: %s", meta.get("namespace"), meta.get("name"), err)
-        return None
-
-
 def deprovisioning_snapshot(
     state: StateSnapshot, instance_types: Mapping[str, Sequence[InstanceType]], consolidated: bool = False
 ) -> Snapshot:
@@ -81,7 +58,7 @@ def deprovisioning_snapshot(
         if p.selector is not None
     )
     pending = tuple(p.request for p in state.pending_pods() if p.request is not None and not p.request.ignore_reason)
-    daemonsets = tuple(d for d in (daemonset_pod(o) for o in state.daemonsets) if d is not None)
+    daemonsets = tuple(daemonset_pods(state.daemonsets))
     return Snapshot(
         now=to_datetime(state.now),
         nodes=nodes,

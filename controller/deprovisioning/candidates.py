@@ -12,39 +12,12 @@ Neighbours: `types.py` (inputs), the strategies (`expiration.py`, `emptiness.py`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.labels import POD_DELETION_COST
 from controller.deprovisioning.commands import Event, blocked
-from controller.deprovisioning.types import POD_DELETION_COST, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
-from controller.scheduling.types import InstanceType, Offering
-
-
-@dataclass(frozen=True, eq=False)
-class Candidate:
-    """A node that may be disrupted, with what pricing and ordering need."""
-
-    node: NodeInfo
-    provisioner: ProvisionerInfo
-    instance_type: InstanceType
-    capacity_type: str
-    zone: str
-    offering: Offering | None
-    disruption_cost: float
-
-    @property
-    def name(self) -> str:
-        return self.node.name
-
-    @property
-    def pods(self) -> tuple[PodInfo, ...]:
-        """The pods that would have to move (static, daemonset, terminal, terminating pods excluded)."""
-        return self.node.reschedulable_pods
-
-    @property
-    def price(self) -> float | None:
-        return self.offering.price if self.offering is not None else None
+from controller.deprovisioning.types import Candidate, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
 
 
 def new_candidate(node: NodeInfo, snapshot: Snapshot) -> Candidate | None:

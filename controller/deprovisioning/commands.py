@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
-from controller.apis.labels import CAPACITY_TYPE
+from controller.core.labels import CAPACITY_TYPE
+from controller.deprovisioning.types import Candidate
 from controller.scheduling.types import NewNode
-
-if TYPE_CHECKING:
-    from controller.deprovisioning.candidates import Candidate
 
 EXPIRATION = "expiration"
 EMPTINESS = "emptiness"
@@ -96,3 +93,15 @@ def blocked(node: str, why: str) -> Event:
 
 def unconsolidatable(node: str, why: str) -> Event:
     return Event(node, "Unconsolidatable", why)
+
+
+def price_before(cmd: Command) -> float | None:
+    """The hourly price of the candidates (None when one has no known offering)."""
+    prices = [c.price for c in cmd.candidates]
+    return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)
+
+
+def price_after(cmd: Command) -> float | None:
+    """The hourly price of the replacements as they would launch (0 for a delete)."""
+    prices = [r.launch.price if r.launch is not None else None for r in cmd.replacements]
+    return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)

@@ -15,13 +15,13 @@ import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 
-from controller.apis import labels as L
-from controller.deprovisioning.candidates import Candidate
+from controller.core import labels as L
+from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.commands import CONSOLIDATION, Command
 from controller.deprovisioning.simulation import simulate
-from controller.deprovisioning.types import NodeInfo, Scheduler, Snapshot
-from controller.scheduling.requirements import IN, Requirement, Requirements
-from controller.scheduling.types import InstanceType, Launch, NewNode, Offering
+from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
+from controller.scheduling.instancetypes import allowed_offerings
+from controller.scheduling.types import InstanceType, Launch, NewNode
 
 
 def consolidation_blocker(node: NodeInfo, snapshot: Snapshot) -> str | None:
@@ -32,11 +32,6 @@ def consolidation_blocker(node: NodeInfo, snapshot: Snapshot) -> str | None:
     if prov is None or not prov.provisioner.consolidation_enabled:
         return f"provisioner {node.provisioner_name} has consolidation disabled"
     return None
-
-
-def allowed_offerings(it: InstanceType, reqs: Requirements) -> list[Offering]:
-    zones, capacity_types = reqs.get_or_exists(L.ZONE), reqs.get_or_exists(L.CAPACITY_TYPE)
-    return [o for o in it.offerings if o.available and zones.has(o.zone) and capacity_types.has(o.capacity_type)]
 
 
 def worst_launch_price(it: InstanceType, reqs: Requirements) -> float:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.deprovisioning.candidates import Candidate, by_disruption_cost, candidates, filter_candidates
+from controller.deprovisioning.candidates import by_disruption_cost, candidates, filter_candidates
 from controller.deprovisioning.commands import CONSOLIDATION, Command, Event, unconsolidatable
 from controller.deprovisioning.consolidation import compute_consolidation, consolidation_blocker, filter_out_same_type
 from controller.deprovisioning.strategy import Outcome
-from controller.deprovisioning.types import Scheduler, Snapshot
+from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
 
 
 def consolidation_candidates(snapshot: Snapshot) -> tuple[list[Candidate], list[Event]]:

@@ -23,19 +23,21 @@ from typing import Any
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
+from controller.core.labels import BINDING_HOLD
+from controller.decisions import DecisionLog
+from controller.deprovisioning import decisionlog
 from controller.deprovisioning import events as E
 from controller.deprovisioning import metrics as M
 from controller.deprovisioning.adapter import deprovisioning_snapshot
 from controller.deprovisioning.commands import Action, Command, Event
 from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
 from controller.deprovisioning.decide import Decision, Pending, decide
-from controller.deprovisioning.events import EventRecorder
 from controller.deprovisioning.launcher import Launcher
 from controller.deprovisioning.types import DeprovisioningSettings, Scheduler
+from controller.events import EventRecorder
 from controller.kube.client import Kube, Obj
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
-from controller.provisioning.nodes import BINDING_HOLD
 from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot as StateSnapshot
@@ -72,11 +74,15 @@ class DeprovisioningController:
         clock: Clock,
         settings: DeprovisioningSettings | None = None,
         scheduler: Scheduler | None = None,
+        *,
+        recorder: EventRecorder | None = None,
+        decisions: DecisionLog | None = None,
     ) -> None:
         self._state, self._kube, self._cloud, self._launcher, self._clock = state, kube, cloud, launcher, clock
         self.settings = settings or DeprovisioningSettings()
         self._scheduler = scheduler or _default_scheduler()
-        self.recorder = EventRecorder(kube, clock)
+        self.recorder = recorder or EventRecorder(kube, clock)
+        self.decisions = decisions or DecisionLog(clock)
         self._pending: Pending | None = None
         self._execution: Execution | None = None
         self._idle_since: tuple[int, float] | None = None  # (state generation, time) the flag was set
@@ -107,7 +113,7 @@ class DeprovisioningController:
         self.last_decision = decision
         self._annotate(decision)
         for event in decision.events:
-            self.recorder.record(event)
+            self._event(event)
         self._pending = decision.pending
         if decision.dropped:
             log.info("%s", decision.dropped)
@@ -144,9 +150,13 @@ class DeprovisioningController:
             except KubeError as err:  # a conflict or a vanished node: the next pass recomputes
                 log.debug("annotating node %s: %s", a.node, err)
 
+    def _event(self, event: Event) -> None:
+        self.recorder.publish(E.node_event(event))
+
     def _start(self, cmd: Command, now: float) -> None:
         log.info("deprovisioning via %s %s", cmd.deprovisioner, cmd)
         M.ACTIONS_PERFORMED.labels(action=cmd.reason, deprovisioner=cmd.deprovisioner).inc()
+        self.decisions.record(decisionlog.carried_out(cmd))
         if cmd.action is Action.DELETE:
             self._state.mark_for_deletion(cmd.node_names)
             self._delete(cmd)
@@ -158,6 +168,7 @@ class DeprovisioningController:
                 launched.append(self._launcher.launch(new, cmd.reason))
         except Exception as err:
             log.error("launching replacement for %s: %s", cmd.reason, err)
+            self.decisions.record(decisionlog.failed(cmd, f"launching a replacement: {err}"))
             for name, obj in cordoned.items():
                 self._uncordon(name, obj)
             for name in launched:  # keep what launched: it is ordinary capacity now, consolidation may remove it
@@ -165,7 +176,7 @@ class DeprovisioningController:
             return
         self._state.mark_for_deletion(cmd.node_names)
         for name in launched:
-            self.recorder.record(Event(name, E.LAUNCHING, f"Launching node for {cmd}"))
+            self._event(Event(name, E.LAUNCHING, f"Launching node for {cmd}"))
         self._execution = Execution(cmd, tuple(launched), now)
 
     def _follow(self, snap: StateSnapshot) -> None:
@@ -184,7 +195,7 @@ class DeprovisioningController:
             if snap.now - ex.started > self.settings.replacement_timeout_seconds:
                 return self._fail(f"replacement nodes {', '.join(waiting)} never initialized", snap)
             for name in waiting:
-                self.recorder.record(Event(name, E.WAITING_READINESS, E.WAITING_READINESS_MESSAGE))
+                self._event(Event(name, E.WAITING_READINESS, E.WAITING_READINESS_MESSAGE))
             return None
         M.REPLACEMENT_INITIALIZED.observe(max(0.0, snap.now - ex.started))
         self._execution = None
@@ -195,6 +206,7 @@ class DeprovisioningController:
         ex = self._execution
         assert ex is not None
         log.error("deprovisioning via %s failed: %s", ex.command.deprovisioner, why)
+        self.decisions.record(decisionlog.failed(ex.command, why))
         self._state.unmark_for_deletion(ex.command.node_names)
         self._execution = None
         for name in ex.command.node_names:
@@ -204,7 +216,7 @@ class DeprovisioningController:
 
     def _delete(self, cmd: Command) -> None:
         for cand in cmd.candidates:
-            self.recorder.record(Event(cand.name, E.TERMINATING, f"Deprovisioning node via {cmd}"))
+            self._event(Event(cand.name, E.TERMINATING, f"Deprovisioning node via {cmd}"))
             try:
                 self._kube.delete(NODES, cand.name)
             except NotFoundError:

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from controller.core.labels import DEPROVISIONING_CORDON
 from controller.state.snapshot import NodeView
-
-DEPROVISIONING_CORDON = "karpy.sh/deprovisioning-cordon"
 
 
 def cordon_patch() -> dict[str, Any]:

@@ -12,22 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from controller.apis import labels as L
-from controller.deprovisioning.candidates import Candidate, candidates
+from controller.core import labels as L
+from controller.core.timestamps import format_timestamp, parse_datetime
+from controller.deprovisioning.candidates import candidates
 from controller.deprovisioning.commands import EMPTINESS, Annotate, Command
 from controller.deprovisioning.strategy import Outcome
-from controller.deprovisioning.types import NodeInfo, Scheduler, Snapshot
-
-
-def format_timestamp(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ") if now.utcoffset() in (None, timedelta(0)) else now.isoformat()
-
-
-def parse_timestamp(value: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
 
 
 def is_empty(node: NodeInfo) -> bool:
@@ -46,7 +36,7 @@ def emptiness_annotations(snapshot: Snapshot) -> list[Annotate]:
         marked = L.EMPTINESS_TIMESTAMP in node.annotations
         empty = is_empty(node)
         if empty and not marked:
-            out.append(Annotate(node.name, L.EMPTINESS_TIMESTAMP, format_timestamp(snapshot.now)))
+            out.append(Annotate(node.name, L.EMPTINESS_TIMESTAMP, format_timestamp(snapshot.now.timestamp())))
         elif marked and not empty:
             out.append(Annotate(node.name, L.EMPTINESS_TIMESTAMP, None))
     return out
@@ -57,7 +47,7 @@ def empty_past_ttl(cand: Candidate, now: datetime) -> bool:
     stamp = cand.node.annotations.get(L.EMPTINESS_TIMESTAMP)
     if ttl is None or cand.pods or stamp is None:
         return False
-    since = parse_timestamp(stamp)
+    since = parse_datetime(stamp)
     return since is None or now > since + timedelta(seconds=ttl)
 
 

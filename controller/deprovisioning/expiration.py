@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from controller.apis import labels as L
-from controller.deprovisioning.candidates import Candidate, candidates, expiration_time, filter_candidates
+from controller.core import labels as L
+from controller.deprovisioning.candidates import candidates, expiration_time, filter_candidates
 from controller.deprovisioning.commands import EXPIRATION, Command
 from controller.deprovisioning.simulation import simulate
 from controller.deprovisioning.strategy import Outcome
-from controller.deprovisioning.types import Scheduler, Snapshot
+from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
 
 EXPIRED = "expired"
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.deprovisioning.candidates import Candidate
-from controller.deprovisioning.types import Scheduler, Snapshot
+from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
 from controller.scheduling.types import NewNode, PodRequest, SchedulingInput, SchedulingResult
 
 

@@ -11,11 +11,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from controller.apis import labels as L
 from controller.apis.provisioner import Provisioner
+from controller.core import labels as L
 from controller.scheduling.types import (
     InstanceType,
     LabelSelector,
+    Offering,
     PodRequest,
     ProvisionerSpec,
     SchedulingInput,
@@ -26,7 +27,6 @@ from controller.scheduling.types import (
 Scheduler = Callable[[SchedulingInput], SchedulingResult]
 """The pure scheduler (`controller.scheduling.scheduler.schedule`), injected for simulations."""
 
-POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,3 +141,29 @@ class DeprovisioningSettings:
     replacement_timeout_seconds: float = 570.0
     deletion_timeout_seconds: float = 570.0
     consolidated_reset_seconds: float = 300.0
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    """A node that may be disrupted, with what pricing and ordering need."""
+
+    node: NodeInfo
+    provisioner: ProvisionerInfo
+    instance_type: InstanceType
+    capacity_type: str
+    zone: str
+    offering: Offering | None
+    disruption_cost: float
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def pods(self) -> tuple[PodInfo, ...]:
+        """The pods that would have to move (static, daemonset, terminal, terminating pods excluded)."""
+        return self.node.reschedulable_pods
+
+    @property
+    def price(self) -> float | None:
+        return self.offering.price if self.offering is not None else None

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.deprovisioning.candidates import Candidate, candidates
+from controller.deprovisioning.candidates import candidates
 from controller.deprovisioning.commands import Command
 from controller.deprovisioning.consolidation import consolidation_blocker
 from controller.deprovisioning.consolidators import consolidation_candidates
 from controller.deprovisioning.simulation import simulate
-from controller.deprovisioning.types import Scheduler, Snapshot
+from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
 
 EMPTY_NODE_METHOD = "emptynodeconsolidation"
 

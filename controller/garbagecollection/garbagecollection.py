@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from controller.clock import Clock
-from controller.cloudprovider.base import CloudProvider, Instance
-from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.cloudprovider.base import CloudProvider, Instance, terminate_instance
+from controller.cloudprovider.errors import CloudProviderError
 from controller.decisions import GARBAGE_COLLECTED, Decision, DecisionLog
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError, NotFoundError
@@ -77,12 +77,7 @@ class GarbageCollectionController:
         scheme = f"{self.cloud.name}://"
         todo = plan(snap, instances, self.clock.now(), self.leak_seconds, scheme)
         for inst in todo.leaked_instances:
-            try:
-                self.cloud.delete(inst.provider_id)
-            except NodeNotFoundError:
-                continue
-            except CloudProviderError as err:
-                log.warning("terminating leaked instance %s: %s", inst.provider_id, err)
+            if not terminate_instance(self.cloud, inst.provider_id, f"terminating leaked instance {inst.provider_id}"):
                 continue
             log.info("garbage collected instance %s (no node for %.0fs)", inst.provider_id, self.leak_seconds)
             self.decisions.record(

@@ -31,13 +31,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.apis.labels import HOSTNAME
-from controller.provisioning.nodes import BINDING_HOLD
-from controller.scheduling import resources as res
-from controller.scheduling.requirements import Requirement
-from controller.scheduling.taints import NO_EXECUTE, NO_SCHEDULE, first_untolerated, is_ephemeral
-from controller.scheduling.types import LabelSelector, PodAffinityTerm, PodRequest, Taint
-from controller.state.snapshot import UNSCHEDULABLE_TAINT_KEY, NodeView, Snapshot
+from controller.core import resources as res
+from controller.core.labels import BINDING_HOLD, HOSTNAME, UNSCHEDULABLE_TAINT_KEY
+from controller.core.requirements import Requirement
+from controller.core.taints import NO_EXECUTE, NO_SCHEDULE, Taint, first_untolerated, is_ephemeral
+from controller.scheduling.types import LabelSelector, PodAffinityTerm, PodRequest
+from controller.state.snapshot import NodeView, Snapshot
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
+from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, UNSCHEDULABLE, Decision, DecisionLog
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.events import EventRecorder
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
@@ -36,12 +36,13 @@ from controller.kube.resources import NODES
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
-from controller.provisioning.decide import Candidates, candidates, daemonset_pods, scheduling_input
+from controller.provisioning.decide import Candidates, candidates, scheduling_input
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
-from controller.provisioning.nodes import BINDING_HOLD, BINDING_HOLD_SECONDS, release_patch
+from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
+from controller.scheduling.workloads import daemonset_pods
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import PodView, Snapshot
 

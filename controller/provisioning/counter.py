@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from controller.core.resources import format_resources
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError
 from controller.kube.resources import PROVISIONERS
 from controller.provisioning.metrics import PROVISIONER_LIMIT, PROVISIONER_USAGE, PROVISIONER_USAGE_PCT
-from controller.scheduling.resources import format_resources
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from controller.scheduling.pods import PodSpecError, pod_request
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.types import InstanceType, PodRequest, SchedulingInput, SchedulingSettings, StateNode
+from controller.scheduling.types import InstanceType, SchedulingInput, SchedulingSettings, StateNode
+from controller.scheduling.workloads import daemonset_pods
 from controller.state.snapshot import PodView, Snapshot
 
 
@@ -43,26 +41,6 @@ def candidates(snap: Snapshot) -> Candidates:
                     continue
                 rescheduled.append(pod)
     return Candidates(tuple(pending), tuple(rescheduled), tuple(ignored))
-
-
-def daemonset_pods(daemonsets: Sequence[Mapping[str, Any]]) -> list[PodRequest]:
-    out = []
-    for ds in daemonsets:
-        meta = ds.get("metadata") or {}
-        template = (ds.get("spec") or {}).get("template") or {}
-        tmeta = dict(template.get("metadata") or {})
-        tmeta.update(
-            name=meta.get("name", ""),
-            namespace=meta.get("namespace", "default"),
-            ownerReferences=[
-                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta.get("name"), "controller": True}
-            ],
-        )
-        try:
-            out.append(pod_request({"metadata": tmeta, "spec": template.get("spec") or {}}))
-        except (PodSpecError, QuantityError, TypeError, ValueError):
-            continue
-    return out
 
 
 def scheduling_input(

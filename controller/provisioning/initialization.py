@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES

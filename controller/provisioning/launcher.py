@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.clock import Clock
-from controller.cloudprovider.base import CloudProvider, Instance, NodeRequest
-from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.cloudprovider.base import CloudProvider, Instance, NodeRequest, terminate_instance
+from controller.cloudprovider.errors import CloudProviderError
 from controller.kube.client import Kube
 from controller.kube.errors import AlreadyExistsError, KubeError
 from controller.kube.resources import NODES
@@ -116,12 +116,9 @@ class Launcher:
             )
 
     def _undo(self, instance: Instance, controller: str) -> None:
-        try:
-            self.cloud.delete(instance.provider_id)
-        except NodeNotFoundError:
-            pass
-        except CloudProviderError as err:  # garbage collection will find it
-            log.warning("terminating instance %s after a failed launch: %s", instance.provider_id, err)
+        # a failure is logged; garbage collection finds the instance
+        what = f"terminating instance {instance.provider_id} after a failed launch"
+        terminate_instance(self.cloud, instance.provider_id, what)
 
 
 def _smallest_capacity(node: NewNode, limits: Mapping[str, int]) -> dict[str, int]:

@@ -22,19 +22,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.apis import labels as L
 from controller.cloudprovider.base import Instance
-from controller.scheduling.resources import format_resources
-from controller.scheduling.taints import taint_to_wire
+from controller.core import labels as L
+from controller.core.resources import format_resources
+from controller.core.taints import taint_to_wire
 from controller.scheduling.types import NewNode
 
-BINDING_HOLD = "karpy.sh/binding-hold"
 BINDING_HOLD_SECONDS = 30.0
 
 
 def release_patch(keep_cordoned: bool = False) -> dict[str, Any]:
     """The merge patch that ends a binding hold (uncordoning, unless another cordon holds the node)."""
-    patch: dict[str, Any] = {"metadata": {"annotations": {BINDING_HOLD: None}}}
+    patch: dict[str, Any] = {"metadata": {"annotations": {L.BINDING_HOLD: None}}}
     if not keep_cordoned:
         patch["spec"] = {"unschedulable": None}
     return patch
@@ -81,7 +80,7 @@ def node_object(
         spec["taints"] = taints
     if hold_for_binding:
         spec["unschedulable"] = True
-        meta["annotations"][BINDING_HOLD] = "true"
+        meta["annotations"][L.BINDING_HOLD] = "true"
     return {
         "apiVersion": "v1",
         "kind": "Node",

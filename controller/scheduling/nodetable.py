@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.apis.labels import HOSTNAME
+from controller.core.labels import HOSTNAME
+from controller.core.requirements import Requirement, Requirements
+from controller.core.taints import Taint
 from controller.scheduling.podstate import PodState
-from controller.scheduling.requirements import Requirement, Requirements
-from controller.scheduling.types import HostPort, StateNode, Taint
+from controller.scheduling.types import HostPort, StateNode
 
 
 class NodeClass:

@@ -18,10 +18,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from controller.apis.labels import INSTANCE_CPU, INSTANCE_MEMORY, INSTANCE_PODS
-from controller.scheduling.quantity import int_value
-from controller.scheduling.requirements import Requirement, Requirements
-from controller.scheduling.types import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, InstanceType, KubeletSpec
+from controller.core.labels import INSTANCE_CPU, INSTANCE_MEMORY, INSTANCE_PODS
+from controller.core.quantity import int_value
+from controller.core.requirements import Requirement, Requirements
+from controller.core.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from controller.scheduling.types import InstanceType, KubeletSpec
 
 MIB = 2**20
 GIB = 2**30

@@ -14,20 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controller.apis.labels import PROVISIONER_NAME
 from controller.apis.validation import requirement_errors
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.requirements import Requirement
-from controller.scheduling.resources import parse_resource
-from controller.scheduling.taints import toleration_from_wire
-from controller.scheduling.types import (
-    PODS,
-    HostPort,
-    LabelSelector,
-    PodAffinityTerm,
-    PodRequest,
-    TopologySpreadConstraint,
-)
+from controller.core.labels import PROVISIONER_NAME
+from controller.core.quantity import QuantityError
+from controller.core.requirements import Requirement
+from controller.core.resources import PODS, parse_resource
+from controller.core.taints import toleration_from_wire
+from controller.scheduling.types import HostPort, LabelSelector, PodAffinityTerm, PodRequest, TopologySpreadConstraint
 
 
 class PodSpecError(ValueError):

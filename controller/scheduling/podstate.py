@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from controller.scheduling.requirements import IN, Requirement, Requirements
-from controller.scheduling.taints import PREFER_NO_SCHEDULE, TOLERATE_PREFER_NO_SCHEDULE
-from controller.scheduling.types import PodAffinityTerm, PodRequest, Toleration, TopologySpreadConstraint
+from controller.core.requirements import IN, Requirement, Requirements
+from controller.core.taints import PREFER_NO_SCHEDULE, TOLERATE_PREFER_NO_SCHEDULE, Toleration
+from controller.scheduling.types import PodAffinityTerm, PodRequest, TopologySpreadConstraint
 
 
 def pod_requirements(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from controller.apis.labels import PROVISIONER_NAME
 from controller.apis.provisioner import KubeletConfiguration, Provisioner
-from controller.scheduling.requirements import IN, Requirement, Requirements
-from controller.scheduling.resources import parse_resources
-from controller.scheduling.types import KubeletSpec, ProvisionerSpec, Taint
+from controller.core.labels import PROVISIONER_NAME
+from controller.core.requirements import IN, Requirement, Requirements
+from controller.core.resources import parse_resources
+from controller.core.taints import Taint
+from controller.scheduling.types import KubeletSpec, ProvisionerSpec
 
 
 def kubelet_spec(kubelet: KubeletConfiguration | None) -> KubeletSpec | None:

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from controller.apis.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
-from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
+from controller.core.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
+from controller.core.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
+from controller.core.resources import PODS, format_resource
+from controller.core.taints import first_untolerated
+from controller.scheduling.instancetypes import EXOTIC_RESOURCES, INSTANCE_TYPE_KEYS
 from controller.scheduling.podstate import PodState
-from controller.scheduling.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
-from controller.scheduling.resources import format_resource
-from controller.scheduling.taints import first_untolerated
-from controller.scheduling.types import PODS
 
 if TYPE_CHECKING:
     from controller.scheduling.solver import Solver
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron")
 _MAX_CLAUSES = 3
 
 
@@ -47,7 +45,7 @@ def render_requirement(req: Requirement) -> str:
 
 
 def amount(resource: str, value: int) -> str:
-    if resource in GPU_RESOURCES:
+    if resource in EXOTIC_RESOURCES:
         noun = "GPU" if "gpu" in resource else resource
         return f"{value} {noun}{'s' if value != 1 and noun == 'GPU' else ''}"
     return f"{format_resource(resource, value)} {resource}"

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
+from controller.core.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.reasons import explain
 from controller.scheduling.repack import improve
-from controller.scheduling.requirements import Requirement, Requirements
 from controller.scheduling.solver import Solver
 from controller.scheduling.types import (
     InstanceType,

@@ -19,26 +19,17 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from controller.apis.labels import HOSTNAME
+from controller.core.labels import HOSTNAME
+from controller.core.requirements import Requirement, Requirements
+from controller.core.resources import CPU, MEMORY, PODS
+from controller.core.taints import PREFER_NO_SCHEDULE, Taint, first_untolerated, is_ephemeral
 from controller.scheduling import topology as topo
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
 from controller.scheduling.nodetable import NodeClass, NodeTable
 from controller.scheduling.overhead import apply_kubelet
 from controller.scheduling.podstate import PodState, requirements_of
 from controller.scheduling.provisioners import by_weight
-from controller.scheduling.requirements import Requirement, Requirements
-from controller.scheduling.taints import PREFER_NO_SCHEDULE, first_untolerated, is_ephemeral
-from controller.scheduling.types import (
-    CPU,
-    MEMORY,
-    PODS,
-    InstanceType,
-    PodRequest,
-    ProvisionerSpec,
-    SchedulingInput,
-    StateNode,
-    Taint,
-)
+from controller.scheduling.types import InstanceType, ProvisionerSpec, SchedulingInput, StateNode
 from controller.scheduling.typetable import TypeTable
 
 _NEVER = np.iinfo(np.int64).max
@@ -422,5 +413,3 @@ class Solver:
         t.ports[j].update(ps.pod.host_ports)
         self.topology.record(ps, j, t.classes[cid].requirements)
 
-    def pods_of(self, j: int) -> list[PodRequest]:
-        return [ps.pod for ps in self.table.pods[j]]

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from controller.apis.labels import HOSTNAME
+from controller.core.labels import CAPACITY_TYPE, HOSTNAME, ZONE
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.podstate import PodState
-from controller.scheduling.requirements import Requirement, Requirements
 from controller.scheduling.types import LabelSelector, PodRequest
 
 SPREAD = "spread"
@@ -32,9 +32,9 @@ ANTI = "anti-affinity"
 MAX_SKEW_NONE = 2**31 - 1
 
 _SHORT_KEYS = {
-    "topology.kubernetes.io/zone": "zone",
+    ZONE: "zone",
     HOSTNAME: "hostname",
-    "karpenter.sh/capacity-type": "capacity type",
+    CAPACITY_TYPE: "capacity type",
 }
 
 

@@ -11,8 +11,8 @@ Pure data: no Kubernetes client, no clock. Every decision function of karpy's pr
 - `SchedulingInput` → `scheduler.schedule()` → `SchedulingResult`.
 
 Resources are `Mapping[str, int]`: `cpu` in millicores, `memory` and `ephemeral-storage` in
-bytes, `pods` and extended resources (`nvidia.com/gpu`, …) as counts. `resources.py` parses and
-formats them.
+bytes, `pods` and extended resources (`nvidia.com/gpu`, …) as counts; `controller.core.resources`
+parses and formats them, `controller.core.taints` holds `Taint` and `Toleration`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from controller.scheduling.requirements import Requirement, Requirements
-
-Resources = Mapping[str, int]
-
-CPU = "cpu"
-MEMORY = "memory"
-PODS = "pods"
-EPHEMERAL_STORAGE = "ephemeral-storage"
+from controller.core.labels import INSTANCE_TYPE, PROVISIONER_NAME
+from controller.core.requirements import Requirement, Requirements
+from controller.core.resources import Resources
+from controller.core.taints import Taint, Toleration
 
 
 def pod_key(namespace: str, name: str) -> str:
@@ -76,26 +72,6 @@ class InstanceType:
 
     def available_offerings(self) -> tuple[Offering, ...]:
         return tuple(o for o in self.offerings if o.available)
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str = ""
-    effect: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    """A pod toleration; `operator` is `Equal` (default) or `Exists`, empty key/effect match all."""
-
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,11 +220,11 @@ class StateNode:
 
     @property
     def provisioner_name(self) -> str | None:
-        return self.labels.get("karpenter.sh/provisioner-name")
+        return self.labels.get(PROVISIONER_NAME)
 
     @property
     def instance_type_name(self) -> str | None:
-        return self.labels.get("node.kubernetes.io/instance-type")
+        return self.labels.get(INSTANCE_TYPE)
 
 
 @dataclass(frozen=True, slots=True)

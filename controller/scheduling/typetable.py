@@ -4,8 +4,8 @@ Internal to the scheduler. Rows are instance types (sorted by name), columns the
 the solve cares about. `compatible(requirements)` is spec §5.5.2 (a)+(c) for every type at
 once — the type's requirements intersect the node's, and it has an available offering in an
 allowed zone with an allowed capacity type — cached per distinct requirement set.
-`launch()` picks the offering a simulated launch takes (spec §5.9: exotic types only when
-nothing else fits, spot when allowed and offered, then the cheapest; ties by name and zone).
+`launch()` is the offering a launch of some of these types takes, decided by
+`instancetypes.launch_order()` (the rule every cloud provider's `create()` follows too).
 """
 
 from __future__ import annotations
@@ -14,19 +14,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from controller.apis.labels import CAPACITY_TYPE, CAPACITY_TYPE_SPOT, INSTANCE_SIZE, ZONE
-from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
-from controller.scheduling.requirements import Requirement, Requirements
+from controller.core.labels import CAPACITY_TYPE, ZONE
+from controller.core.requirements import Requirement, Requirements
+from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS, is_exotic, launch_order
 from controller.scheduling.types import InstanceType
 
-EXOTIC_RESOURCES = ("aws.amazon.com/neuron", "amd.com/gpu", "nvidia.com/gpu", "habana.ai/gaudi")
 _TYPE_KEYS = frozenset(INSTANCE_TYPE_KEYS) - {ZONE, CAPACITY_TYPE}
-
-
-def _exotic(it: InstanceType) -> bool:
-    """Metal sizes and accelerators: launched only when nothing else fits (spec §5.9)."""
-    size = it.requirements.get(INSTANCE_SIZE)
-    return (size is not None and size.has("metal")) or any(it.capacity.get(r, 0) for r in EXOTIC_RESOURCES)
 
 
 class TypeTable:
@@ -46,7 +39,7 @@ class TypeTable:
                 self.alloc[i] = [allocatable.get(r, 0) for r in resources]
             self.capacity[i] = [it.capacity.get(r, 0) for r in resources]
         self.columns = np.ascontiguousarray(self.alloc.T)  # one row per resource, for fast fit checks
-        self.exotic = np.array([_exotic(it) for it in self.types], dtype=bool)
+        self.exotic = np.array([is_exotic(it) for it in self.types], dtype=bool)
         zones: dict[str, int] = {}
         cts: dict[str, int] = {}
         rows = [(i, o) for i, it in enumerate(self.types) for o in it.offerings if o.available]
@@ -60,8 +53,8 @@ class TypeTable:
         self._offering_masks: dict[tuple[Requirement, Requirement], np.ndarray] = {}
         self._compatible: dict[frozenset[Requirement], np.ndarray] = {}
         self._prices: dict[tuple[Requirement, Requirement], np.ndarray] = {}
-        self._zone_rank = np.argsort(np.argsort(np.array(self.zone_names))) if self.zone_names else np.zeros(0)
         self.all = np.ones(count, dtype=bool)
+        self._index = {it.name: i for i, it in enumerate(self.types)}
 
     def __len__(self) -> int:
         return len(self.types)
@@ -133,24 +126,9 @@ class TypeTable:
 
     def launch(self, indices: Sequence[int], requirements: Requirements) -> tuple[int, str, str, float] | None:
         """(type index, zone, capacity type, price) a launch of these candidates takes."""
-        if not indices:
+        options = launch_order([self.types[i] for i in indices], requirements)
+        if not options:
             return None
-        chosen = np.zeros(len(self.types), dtype=bool)
-        chosen[list(indices)] = True
-        if (chosen & ~self.exotic).any():
-            chosen &= ~self.exotic
-        allowed = self._allowed_offerings(requirements) & chosen[self.off_type]
-        if not allowed.any():
-            return None
-        if CAPACITY_TYPE_SPOT in self.ct_names:
-            spot = allowed & (self.off_ct == self.ct_names.index(CAPACITY_TYPE_SPOT))
-            if spot.any():
-                allowed = spot
-        rows = np.flatnonzero(allowed)
-        best = rows[np.lexsort((self._zone_rank[self.off_zone[rows]], self.off_type[rows], self.off_price[rows]))[0]]
-        return (
-            int(self.off_type[best]),
-            self.zone_names[int(self.off_zone[best])],
-            self.ct_names[int(self.off_ct[best])],
-            float(self.off_price[best]),
-        )
+        first = options[0]
+        index = self._index[first.instance_type.name]
+        return index, first.offering.zone, first.offering.capacity_type, first.offering.price

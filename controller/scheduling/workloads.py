@@ -1,19 +1,25 @@
-"""Workload documents → the pods they would create (for `karpy simulate` and tests).
+"""Workload documents → the pods they would create (`karpy simulate`, provisioning, deprovisioning).
 
 Pure. Deployments, ReplicaSets and StatefulSets give `replicas` pods (default 1), Jobs give
 `parallelism` pods (default 1, at most `completions`), each named `<owner>-<i>` (i from 0) in
 the owner's namespace, with the template's labels and spec and an ownerReference to the owner.
-A DaemonSet gives one template pod, owned by the DaemonSet (the scheduler counts it as
-overhead on every node it would run on).
+A DaemonSet gives one template pod, named after the DaemonSet in its namespace and owned by it
+(the scheduler counts it as overhead on every node it would run on); `daemonset_pods()` is the
+one DaemonSet → `PodRequest` converter the controllers use, skipping unreadable DaemonSets.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controller.scheduling.pods import PodSpecError
+from controller.core.quantity import QuantityError
+from controller.scheduling.pods import PodSpecError, pod_request
+from controller.scheduling.types import PodRequest
+
+log = logging.getLogger(__name__)
 
 REPLICATED = ("Deployment", "ReplicaSet", "StatefulSet")
 WORKLOAD_KINDS = (*REPLICATED, "Job", "DaemonSet")
@@ -74,3 +80,15 @@ def daemonset_pod(doc: Mapping[str, Any]) -> dict[str, Any]:
     if not name:
         raise PodSpecError("metadata.name: required")
     return _pod(doc, name)
+
+
+def daemonset_pods(docs: Iterable[Mapping[str, Any]]) -> list[PodRequest]:
+    """The template pod of every readable DaemonSet (an unreadable one is logged and skipped)."""
+    out = []
+    for doc in docs:
+        try:
+            out.append(pod_request(daemonset_pod(doc)))
+        except (PodSpecError, QuantityError, TypeError, ValueError) as err:
+            meta = doc.get("metadata") or {}
+            log.debug("cannot read daemonset %s/%s: %s", meta.get("namespace"), meta.get("name"), err)
+    return out

@@ -10,6 +10,7 @@ file, the document and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,16 +20,15 @@ from typing import Any
 import yaml
 
 from controller.apis.errors import InvalidObjectError
-from controller.apis.labels import INITIALIZED, PROVISIONER_NAME
 from controller.apis.load import load_awsnodetemplate, load_provisioner
 from controller.cloudprovider.simulated.catalog import CatalogError, catalog_from_json
+from controller.core.quantity import QuantityError
+from controller.core.resources import parse_resources
 from controller.scheduling.pods import PodSpecError, pod_request
 from controller.scheduling.provisioners import provisioner_spec
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.resources import parse_resources
-from controller.scheduling.taints import taint_from_wire
 from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, StateNode
 from controller.scheduling.workloads import REPLICATED, daemonset_pod, expand
+from controller.state.views import node_view
 
 IGNORED_KINDS = ("PodDisruptionBudget",)
 
@@ -127,33 +127,26 @@ def read_inputs(paths: Iterable[str]) -> Inputs:
 
 
 def _node(where: str, doc: Mapping[str, Any], pods: Sequence[PodRequest]) -> StateNode:
+    """One Node document as the scheduler sees it, through cluster state's own converter
+    (`state.views.node_view` → `NodeView.state_node`, one "initialized" rule); input errors
+    name the field, and a Node without `status.allocatable` offers its capacity."""
     meta = doc.get("metadata") or {}
-    spec = doc.get("spec") or {}
     status = doc.get("status") or {}
-    name = str(meta.get("name") or "")
-    if not name:
+    if not str(meta.get("name") or ""):
         raise InputError(f"{where}: metadata.name: required")
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     try:
-        capacity = parse_resources(status.get("capacity"))
-        allocatable = parse_resources(status.get("allocatable")) or dict(capacity)
+        parse_resources(status.get("capacity"))
+        parse_resources(status.get("allocatable"))
     except QuantityError as err:
         raise InputError(f"{where}: status: {err}") from err
-    taints = spec.get("taints") or []
-    if not isinstance(taints, list):
+    if not isinstance((doc.get("spec") or {}).get("taints") or [], list):
         raise InputError(f"{where}: spec.taints: expected a list")
-    owned = PROVISIONER_NAME in labels
-    return StateNode(
-        name=name,
-        labels=labels,
-        allocatable=allocatable,
-        capacity=capacity,
-        taints=tuple(taint_from_wire(t) for t in taints if isinstance(t, Mapping)),
-        pods=tuple(p for p in pods if p.node_name == name),
-        initialized=not owned or labels.get(INITIALIZED) == "true",
-        marked_for_deletion=bool(meta.get("deletionTimestamp")),
-        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+    view = node_view(dict(doc))
+    view = dataclasses.replace(
+        view, allocatable=view.allocatable or dict(view.capacity), marked_for_deletion=view.deleting
     )
+    state = view.state_node()
+    return dataclasses.replace(state, pods=tuple(p for p in pods if p.node_name == state.name))
 
 
 def read_catalog(path: str) -> tuple[InstanceType, ...]:

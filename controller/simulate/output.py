@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from controller.scheduling.resources import format_resource, format_resources
+from controller.core.resources import CPU, MEMORY, format_resource, format_resources
+from controller.core.taints import taint_to_wire
 from controller.scheduling.scheduler import node_labels
-from controller.scheduling.taints import taint_to_wire
-from controller.scheduling.types import CPU, MEMORY, NewNode, SchedulingResult
+from controller.scheduling.types import NewNode, SchedulingResult
 
 
 def node_json(node: NewNode) -> dict[str, Any]:

@@ -22,16 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.apis import labels as L
 from controller.apis.provisioner import Provisioner
-from controller.clock import parse_timestamp
-from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, Resources, StateNode, Taint
+from controller.core import labels as L
+from controller.core.resources import Resources
+from controller.core.taints import Taint
+from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, StateNode
 
 Obj = Mapping[str, Any]
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +70,7 @@ class PodView:
 
     @property
     def is_mirror(self) -> bool:
-        return MIRROR_ANNOTATION in self.annotations or self.owner_kind == "Node"
+        return L.MIRROR_ANNOTATION in self.annotations or self.owner_kind == "Node"
 
     @property
     def do_not_evict(self) -> bool:
@@ -149,10 +148,6 @@ class NodeView:
     def capacity_type(self) -> str | None:
         return self.labels.get(L.CAPACITY_TYPE)
 
-    def active_pods(self) -> tuple[PodView, ...]:
-        """Pods that occupy the node: not terminal (daemonset and mirror pods included)."""
-        return tuple(p for p in self.pods if not p.terminal)
-
     def state_node(self) -> StateNode:
         """The scheduler's view; pods that are terminal or deleting do not take room."""
         pods = tuple(p.request for p in self.pods if p.request is not None and not p.terminal and not p.deleting)
@@ -211,12 +206,6 @@ class Snapshot:
         """Provisionable pods, oldest first then by name (karpy's stable order)."""
         return sorted((p for p in self.pods.values() if p.provisionable), key=lambda p: (p.created, p.key))
 
-    def node_by_provider_id(self, provider_id: str) -> NodeView | None:
-        for node in self.nodes.values():
-            if node.provider_id == provider_id:
-                return node
-        return None
-
     def provisioner_usage(self, name: str) -> dict[str, int]:
         """Sum of capacity of the provisioner's nodes not marked for deletion (the counter)."""
         out: dict[str, int] = {}
@@ -225,10 +214,3 @@ class Snapshot:
                 for resource, value in node.capacity.items():
                     out[resource] = out.get(resource, 0) + value
         return {k: v for k, v in out.items() if v}
-
-    def pdbs_for(self, pod: PodView) -> list[PdbView]:
-        return [pdb for pdb in self.pdbs if pdb.matches(pod)]
-
-
-def timestamp(obj: Obj, key: str) -> float | None:
-    return parse_timestamp((obj.get("metadata") or {}).get(key))

@@ -13,14 +13,15 @@ from typing import Any
 
 from controller.apis.errors import InvalidObjectError
 from controller.apis.load import load_provisioner
-from controller.clock import parse_timestamp
+from controller.core.labels import UNSCHEDULABLE_TAINT_KEY
+from controller.core.quantity import QuantityError
+from controller.core.resources import parse_resources
+from controller.core.taints import taint_from_wire
+from controller.core.timestamps import parse_timestamp
 from controller.scheduling.pods import PodSpecError, label_selector, pod_request
 from controller.scheduling.provisioners import provisioner_spec
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.resources import parse_resources
-from controller.scheduling.taints import taint_from_wire
 from controller.scheduling.types import PodRequest
-from controller.state.snapshot import UNSCHEDULABLE_TAINT_KEY, NodeView, Obj, PdbView, PodView, ProvisionerView
+from controller.state.snapshot import NodeView, Obj, PdbView, PodView, ProvisionerView
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from controller.apis import labels as L
 from controller.clock import Clock
-from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.base import CloudProvider, terminate_instance
 from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.core import labels as L
 from controller.decisions import TERMINATED, WAITING, Decision, DecisionLog
 from controller.events import EventRecorder
 from controller.kube.client import Kube
@@ -34,7 +34,6 @@ from controller.termination.terminator import DrainPlan, drain_plan
 
 log = logging.getLogger(__name__)
 
-EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 10.0
 
 
@@ -81,9 +80,9 @@ class TerminationController:
         return outcome
 
     def _terminate(self, node: NodeView, now: float, outcome: Outcome) -> None:
-        if not node.unschedulable or node.labels.get(EXCLUDE_LB) != "karpenter":
+        if not node.unschedulable or node.labels.get(L.EXCLUDE_LB) != "karpenter":
             self.kube.patch(
-                NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {EXCLUDE_LB: "karpenter"}}}
+                NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {L.EXCLUDE_LB: "karpenter"}}}
             )
             outcome.cordoned.append(node.name)
             log.info("cordoned node %s", node.name)
@@ -95,12 +94,7 @@ class TerminationController:
             log.info(
                 "instance of node %s is gone; not waiting for %d pod(s)", node.name, len(plan.evict + plan.waiting)
             )
-        try:
-            self.cloud.delete(node.provider_id)
-        except NodeNotFoundError:
-            pass
-        except CloudProviderError as err:
-            log.warning("terminating instance of node %s: %s", node.name, err)
+        if not terminate_instance(self.cloud, node.provider_id, f"terminating instance of node {node.name}"):
             return
         self._remove_finalizer(node, now, outcome)
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 from controller.clock import FakeClock
 from controller.main import build, job_body
 from controller.settings import Settings
@@ -23,8 +28,34 @@ def test_build_wires_one_job_per_controller() -> None:
     clock = FakeClock()
     app = build(Settings(), kube=FakeKube(clock), cloud=FakeCloudProvider(clock=clock), clock=clock)
     names = [j.controller.name for j in app.jobs]
-    assert names[:5] == ["provisioning", "counter", "node.initialization", "node.termination", "garbagecollection"]
-    assert len(set(names)) == len(names)
+    assert names == [
+        "provisioning", "counter", "node.initialization", "node.termination", "garbagecollection", "deprovisioning"
+    ]
+
+
+def test_a_deprovisioning_module_that_cannot_be_imported_stops_the_controller_at_start() -> None:
+    """Bug 5: an ImportError was caught and logged, shipping a controller that never consolidates."""
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["controller.deprovisioning.controller"] = None  # this module now fails to import
+        from controller.clock import FakeClock
+        from controller.main import build
+        from controller.settings import Settings
+        from tests.fakes.cloudprovider import FakeCloudProvider
+        from tests.fakes.kube import FakeKube
+        clock = FakeClock()
+        app = build(Settings(), kube=FakeKube(clock), cloud=FakeCloudProvider(clock=clock), clock=clock)
+        print([j.controller.name for j in app.jobs])
+        """
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode != 0, done.stdout
+    assert "ModuleNotFoundError" in done.stderr
+    assert "controller.deprovisioning.controller" in done.stderr
 
 
 def test_jobs_act_only_while_leading() -> None:

@@ -84,7 +84,7 @@ def kube(local_cluster: LocalCluster) -> Kube:
 
 
 def _karpy(*args: str) -> list[str]:
-    return [sys.executable, "-m", "controller.cli", *args]
+    return [sys.executable, "-m", "karpy", *args]
 
 
 @pytest.fixture(scope="session")

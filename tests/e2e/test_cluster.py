@@ -183,7 +183,7 @@ def test_cluster_cli_up_status_down_from_separate_processes(tmp_path: Path) -> N
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "controller.cli", "cluster", *args, "--dir", str(tmp_path)],
+            [sys.executable, "-m", "karpy", "cluster", *args, "--dir", str(tmp_path)],
             capture_output=True,
             text=True,
             cwd=REPO,

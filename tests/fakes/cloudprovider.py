@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from controller.clock import Clock, FakeClock
-from controller.cloudprovider.base import Instance, NodeRequest, instance_labels, launch_order
+from controller.cloudprovider.base import Instance, NodeRequest, instance_labels
 from controller.cloudprovider.errors import InsufficientCapacityError, NodeNotFoundError
+from controller.scheduling.instancetypes import launch_order
 from controller.scheduling.types import InstanceType, ProvisionerSpec
 
 
@@ -39,7 +40,7 @@ class FakeCloudProvider:
             raise err
         if self.create_errors:
             raise self.create_errors.pop(0)
-        options = launch_order(request)
+        options = launch_order(request.instance_type_options, request.requirements)
         if not options:
             raise InsufficientCapacityError("all requested instance types were unavailable during launch")
         option = options[0]

@@ -14,7 +14,8 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from controller.clock import Clock, FakeClock, format_timestamp
+from controller.clock import Clock, FakeClock
+from controller.core.timestamps import format_timestamp
 from controller.kube.client import ListResult, Obj, WatchEvent
 from controller.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from controller.kube.resources import NODES, PODS, Kind

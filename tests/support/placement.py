@@ -49,7 +49,7 @@ def quantity(value: Any) -> Decimal:
     match = _QUANTITY.match(str(value).strip())
     if not match:
         raise ValueError(f"bad quantity {value!r}")
-    return Decimal(match.group(1)) * Decimal(_SUFFIX[match.group(2) or ""])
+    return Decimal(match.group(1)) * Decimal(str(_SUFFIX[match.group(2) or ""]))
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:

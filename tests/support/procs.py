@@ -19,7 +19,7 @@ def karpy(args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
     """Start `karpy ARGS` in its own process group, output to `log`."""
     out = log.open("wb")
     return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *args], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        [sys.executable, "-m", "karpy", *args], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
     )
 
 

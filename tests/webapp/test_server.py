@@ -24,7 +24,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         [
             sys.executable,
             "-m",
-            "controller.cli",
+            "karpy",
             "certs",
             "generate",
             "--dir",

@@ -19,12 +19,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.apis import labels as L
 from controller.cloudprovider.simulated.pricing import on_demand_price, spot_price
+from controller.core import labels as L
+from controller.core.quantity import QuantityError
+from controller.core.resources import format_resources, parse_resources
 from controller.scheduling.instancetypes import new_instance_type
 from controller.scheduling.overhead import MachineShape, capacity, eni_limited_pods, overhead
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.resources import format_resources, parse_resources
 from controller.scheduling.types import InstanceType, Offering
 
 REGION = "us-west-2"

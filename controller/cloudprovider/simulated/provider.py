@@ -6,7 +6,7 @@ are rows of a SQLite file (`store.py`) so they outlive the controller. Provider 
 "boots" a kwok kubelet: its labels carry `node_label` (by default `kwok.x-k8s.io/node=fake`, the
 selector the local cluster's kwok manages) so the Node turns Ready and its pods Running.
 
-Launch (see `base.launch_order`): spot before on-demand, cheapest first; an offering in an
+Launch (see `scheduling.instancetypes.launch_order`): spot before on-demand, cheapest first; an offering in an
 outage (or hit by an injected insufficient-capacity fault) is put in the 45 s
 insufficient-capacity cache and the next option is tried. Knobs for tests:
 `store.fail_next_creates(n, kind)`, `store.set_outage(type, zone, capacity_type)`.
@@ -21,18 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from controller.clock import Clock
-from controller.cloudprovider.base import (
-    Instance,
-    LaunchOption,
-    NodeRequest,
-    UnavailableOfferings,
-    instance_labels,
-    launch_order,
-    with_unavailable,
-)
+from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings, instance_labels, with_unavailable
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.store import FAULT_INSUFFICIENT_CAPACITY, InstanceRow, Store
+from controller.scheduling.instancetypes import LaunchOption, launch_order
 from controller.scheduling.types import InstanceType, ProvisionerSpec
 
 log = logging.getLogger(__name__)
@@ -86,7 +79,7 @@ class SimulatedCloudProvider:
 
     def create(self, request: NodeRequest) -> Instance:
         _, unavailable = self.unavailable.snapshot()
-        options = launch_order(request, unavailable)
+        options = launch_order(request.instance_type_options, request.requirements, unavailable)
         if not options:
             raise InsufficientCapacityError("all requested instance types were unavailable during launch")
         for option in options:

@@ -76,7 +76,7 @@ def test_default_values() -> None:
 
 
 def test_defaulting_is_idempotent_and_does_not_change_its_argument() -> None:
-    doc = {"metadata": {"name": "a"}, "spec": {"requirements": [{"key": "x", "operator": "Exists"}]}}
+    doc: dict[str, Any] = {"metadata": {"name": "a"}, "spec": {"requirements": [{"key": "x", "operator": "Exists"}]}}
     once = default_provisioner(doc)
     assert doc["spec"]["requirements"] == [{"key": "x", "operator": "Exists"}]
     assert default_provisioner(once) == once

@@ -43,7 +43,7 @@ def _review(obj: dict[str, Any], mutate: bool) -> dict[str, Any]:
 
 
 def _apply_patch(obj: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
-    out = json.loads(json.dumps(obj))
+    out: dict[str, Any] = json.loads(json.dumps(obj))
     if "patch" not in response:
         return out
     for op in json.loads(base64.b64decode(response["patch"])):

@@ -10,21 +10,7 @@ import pytest
 
 from controller.apis.errors import render
 from controller.apis.load import check_awsnodetemplate, check_provisioner
-
-
-def make_provisioner(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "default"}, "spec": spec}
-
-
-def make_template(**spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"subnetSelector": {"karpenter.sh/discovery": "c"}, "securityGroupSelector": {"a": "b"}}
-    base.update(spec)
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1alpha1",
-        "kind": "AWSNodeTemplate",
-        "metadata": {"name": "default"},
-        "spec": {k: v for k, v in base.items() if v is not None},
-    }
+from tests.builders.wire import make_awsnodetemplate, make_provisioner
 
 
 def req(key: str, operator: str, *values: str) -> dict[str, Any]:
@@ -50,7 +36,7 @@ def named(obj: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 P = make_provisioner
-T = make_template
+T = make_awsnodetemplate
 RULES: dict[str, Rule] = {
     # metadata
     "name is a DNS-1035 label": Rule(named(P(), "gpu-1"), named(P(), "1gpu"), "metadata.name", "DNS 1035"),

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
+import pytest
+
 from controller.clock import FakeClock
-from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, launch_order, with_unavailable
-from controller.scheduling.instancetypes import new_instance_type
-from controller.scheduling.requirements import IN, Requirement, Requirements
-from controller.scheduling.types import InstanceType, Offering
+from controller.cloudprovider.base import NodeRequest, UnavailableOfferings, terminate_instance, with_unavailable
+from controller.cloudprovider.errors import CloudProviderError
+from controller.core import labels as L
+from controller.core.requirements import IN, Requirement, Requirements
+from controller.scheduling.instancetypes import launch_order
+from controller.scheduling.types import InstanceType
+from tests.builders.scheduling import make_instance_type
+from tests.fakes.cloudprovider import FakeCloudProvider
 
-
-def make_instance_type(
-    name: str, od: float, spot: float | None = None, zones: tuple[str, ...] = ("z1",)
-) -> InstanceType:
-    offerings = [Offering(z, L.CAPACITY_TYPE_ON_DEMAND, od) for z in zones]
-    if spot is not None:
-        offerings += [Offering(z, L.CAPACITY_TYPE_SPOT, spot) for z in zones]
-    return new_instance_type(name, {L.INSTANCE_TYPE: name}, {"cpu": 2000}, {"cpu": 100}, offerings)
+ZONES = ("z1",)
 
 
 def request(*types: InstanceType, **reqs: list[str]) -> NodeRequest:
@@ -25,21 +23,24 @@ def request(*types: InstanceType, **reqs: list[str]) -> NodeRequest:
 
 
 def names(req: NodeRequest, unavailable: frozenset[tuple[str, str, str]] = frozenset()) -> list[str]:
-    return [f"{o.instance_type.name}/{o.offering.capacity_type}" for o in launch_order(req, unavailable)]
+    order = launch_order(req.instance_type_options, req.requirements, unavailable)
+    return [f"{o.instance_type.name}/{o.offering.capacity_type}" for o in order]
 
 
 def test_spot_before_on_demand_cheapest_first() -> None:
-    a, b = make_instance_type("a", od=1.0, spot=0.5), make_instance_type("b", od=0.8, spot=0.3)
+    a = make_instance_type("a", price=1.0, spot_price=0.5, zones=ZONES)
+    b = make_instance_type("b", price=0.8, spot_price=0.3, zones=ZONES)
     assert names(request(a, b)) == ["b/spot", "a/spot", "b/on-demand", "a/on-demand"]
 
 
 def test_requirements_restrict_capacity_type_and_zone() -> None:
-    a = make_instance_type("a", od=1.0, spot=0.5, zones=("z1", "z2"))
+    a = make_instance_type("a", price=1.0, spot_price=0.5, zones=("z1", "z2"))
     assert names(request(a, capacity_type=["on-demand"], zone=["z2"])) == ["a/on-demand"]
 
 
 def test_cached_offerings_are_skipped() -> None:
-    a, b = make_instance_type("a", od=1.0, spot=0.5), make_instance_type("b", od=0.8, spot=0.3)
+    a = make_instance_type("a", price=1.0, spot_price=0.5, zones=ZONES)
+    b = make_instance_type("b", price=0.8, spot_price=0.3, zones=ZONES)
     assert names(request(a, b), frozenset({("b", "z1", "spot")}))[0] == "a/spot"
 
 
@@ -54,7 +55,24 @@ def test_cache_expires_after_ttl() -> None:
 
 
 def test_with_unavailable_marks_offering_and_drops_it_from_requirements() -> None:
-    a = make_instance_type("a", od=1.0, spot=0.5)
+    a = make_instance_type("a", price=1.0, spot_price=0.5, zones=ZONES)
     (marked,) = with_unavailable([a], frozenset({("a", "z1", "spot")}))
     assert [o.available for o in marked.offerings] == [True, False]
     assert not marked.requirements[L.CAPACITY_TYPE].has("spot")
+
+
+def test_terminate_instance_counts_an_instance_already_gone_as_done() -> None:
+    cloud = FakeCloudProvider([make_instance_type("a", price=1.0, zones=ZONES)])
+    instance = cloud.create(request(*cloud.instance_types))
+    assert terminate_instance(cloud, instance.provider_id, "terminating")
+    assert instance.provider_id not in cloud.instances
+    assert terminate_instance(cloud, instance.provider_id, "terminating again")  # NotFound is success
+
+
+def test_terminate_instance_reports_another_cloud_error_as_not_done(caplog: pytest.LogCaptureFixture) -> None:
+    cloud = FakeCloudProvider([make_instance_type("a", price=1.0, zones=ZONES)])
+    instance = cloud.create(request(*cloud.instance_types))
+    cloud.delete_error = CloudProviderError("throttled")
+    assert not terminate_instance(cloud, instance.provider_id, f"terminating {instance.provider_id}")
+    assert instance.provider_id in cloud.instances
+    assert f"terminating {instance.provider_id}: throttled" in caplog.text

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.labels import POD_DELETION_COST
 from controller.deprovisioning.candidates import (
     by_disruption_cost,
     candidates,
@@ -12,11 +13,11 @@ from controller.deprovisioning.candidates import (
     filter_candidates,
     new_candidate,
 )
-from controller.deprovisioning.types import POD_DELETION_COST
-from tests.controller.deprovisioning.builders import (
+from controller.deprovisioning.types import DisruptionBudget
+from tests.builders.deprovisioning import (
     LARGE,
     at,
-    make_instance_type,
+    instance_type,
     make_node,
     make_pdb,
     make_pod,
@@ -35,7 +36,7 @@ def test_a_plain_owned_node_is_a_candidate_with_its_offering_price() -> None:
 NOT_CANDIDATES = {
     "no provisioner label": dict(labels={L.CAPACITY_TYPE: "on-demand", L.ZONE: "zone-a", L.INSTANCE_TYPE: "medium"}),
     "unknown provisioner": dict(provisioner="other"),
-    "instance type not offered": dict(instance_type=make_instance_type("exotic", 4)),
+    "instance type not offered": dict(instance_type=instance_type("exotic", 4, price=0.1)),
     "not initialized": dict(initialized=False),
     "nominated": dict(nominated=True),
     "being deleted": dict(deleting=True),
@@ -74,7 +75,9 @@ BLOCKING = {
 
 
 @pytest.mark.parametrize(("pdbs", "annotations", "why"), BLOCKING.values(), ids=BLOCKING.keys())
-def test_blocked_candidates_are_filtered_with_an_event(pdbs: list, annotations: dict, why: str) -> None:
+def test_blocked_candidates_are_filtered_with_an_event(
+    pdbs: list[DisruptionBudget], annotations: dict[str, str], why: str
+) -> None:
     node = make_node("n1", pods=[make_pod("a", annotations=annotations)])
     snap = make_snapshot([node], pdbs=pdbs)
     kept, events = filter_candidates(candidates(snap, lambda c: True), snap)
@@ -93,7 +96,7 @@ NOT_BLOCKING = {
 
 
 @pytest.mark.parametrize(("pdbs", "annotations"), NOT_BLOCKING.values(), ids=NOT_BLOCKING.keys())
-def test_candidates_that_stay(pdbs: list, annotations: dict) -> None:
+def test_candidates_that_stay(pdbs: list[DisruptionBudget], annotations: dict[str, str]) -> None:
     node = make_node("n1", pods=[make_pod("a", annotations=annotations)])
     snap = make_snapshot([node], pdbs=pdbs)
     kept, events = filter_candidates(candidates(snap, lambda c: True), snap)

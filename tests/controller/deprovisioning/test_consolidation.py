@@ -6,7 +6,9 @@ import dataclasses
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.requirements import Requirements
+from controller.core.taints import Taint
 from controller.deprovisioning.candidates import candidates
 from controller.deprovisioning.commands import CONSOLIDATION, Command
 from controller.deprovisioning.consolidation import (
@@ -16,25 +18,25 @@ from controller.deprovisioning.consolidation import (
     worst_launch_price,
 )
 from controller.deprovisioning.types import Snapshot
-from controller.scheduling.requirements import Requirements
+from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult
-from tests.controller.deprovisioning.builders import (
+from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
     SMALL,
-    fake_schedule,
-    make_instance_type,
+    instance_type,
     make_node,
     make_pod,
     make_provisioner,
     make_snapshot,
 )
+from tests.builders.scheduling import make_instance_type
 
 ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
 ANY_CAPACITY = [make_provisioner(consolidation=True)]
 
 
-def _compute(snap: Snapshot, *names: str, scheduler=fake_schedule):  # type: ignore[no-untyped-def]
+def _compute(snap: Snapshot, *names: str, scheduler=schedule):  # type: ignore[no-untyped-def]
     by_name = {c.name: c for c in candidates(snap, lambda c: True)}
     return compute_consolidation(snap, [by_name[n] for n in names], scheduler)
 
@@ -82,7 +84,7 @@ def test_on_demand_to_spot_is_allowed_and_pinned_to_spot() -> None:
 
 def test_pods_that_cannot_be_rescheduled_block_consolidation() -> None:
     def pinned(inp: SchedulingInput) -> SchedulingResult:
-        result = fake_schedule(inp)
+        result = schedule(inp)
         stuck = {p.key: "needs its node" for p in inp.pods if p.labels.get("app") == "pinned"}
         return dataclasses.replace(result, unschedulable={**result.unschedulable, **stuck})
 
@@ -99,11 +101,12 @@ def test_pods_landing_on_a_node_that_is_not_initialized_do_not_count() -> None:
 
 
 def test_more_than_one_new_node_is_not_a_consolidation() -> None:
-    huge = make_instance_type("huge", 16, od=5.0)
-    provisioners = [
-        make_provisioner(capacity_types=["on-demand"], instance_types=[MEDIUM]),
-        make_provisioner("big", consolidation=True, capacity_types=["on-demand"], instance_types=[huge]),
-    ]
+    huge = instance_type("huge", 16, price=5.0)
+    big = make_provisioner("big", consolidation=True, capacity_types=["on-demand"], instance_types=[huge])
+    # the pods do not tolerate big's taint: only default's 4-cpu type can take them, one per node
+    taint = Taint("dedicated", "big", "NoSchedule")
+    tainted = dataclasses.replace(big, spec=dataclasses.replace(big.spec, taints=(taint,)))
+    provisioners = [make_provisioner(capacity_types=["on-demand"], instance_types=[MEDIUM]), tainted]
     node = make_node("n1", huge, provisioner="big", pods=[make_pod(f"p{i}", cpu=3.5) for i in range(3)])
     assert _compute(make_snapshot([node], provisioners), "n1").why_not == "can't remove without creating 3 nodes"
 
@@ -125,7 +128,7 @@ def test_consolidation_eligibility(value: str | None, enabled: bool, why: str | 
 
 
 def test_worst_launch_price_is_the_dearest_spot_price_if_spot_is_allowed() -> None:
-    it = make_instance_type("x", 2, od=0.5, spot=0.2, zones=("zone-a", "zone-b"))
+    it = make_instance_type("x", cpu=2, price=0.5, spot_price=0.2, zones=("zone-a", "zone-b"))
     it = dataclasses.replace(it, offerings=(*it.offerings[:-1], dataclasses.replace(it.offerings[-1], price=0.3)))
     assert worst_launch_price(it, Requirements()) == 0.3
     on_demand = Requirements.from_labels({L.CAPACITY_TYPE: "on-demand"})

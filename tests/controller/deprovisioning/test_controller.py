@@ -8,21 +8,21 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
+from controller.core import labels as L
+from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.deprovisioning.controller import DeprovisioningController
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.launcher import Launcher
-from controller.provisioning.nodes import BINDING_HOLD
+from controller.scheduling.scheduler import schedule
 from controller.state.cluster import ClusterState
-from tests.controller.deprovisioning.builders import CATALOG, fake_schedule
+from tests.builders.deprovisioning import CATALOG
+from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node, make_pdb, make_pod, make_provisioner
 
 SIZES = {"small": "2", "medium": "4", "large": "8"}
 
@@ -35,7 +35,7 @@ class World:
         self.cloud = FakeCloudProvider(CATALOG, self.clock)
         launcher = ProvisioningLauncher(Launcher(self.kube, self.cloud, self.state, self.clock), self.state)
         self.controller = DeprovisioningController(
-            self.state, self.kube, self.cloud, launcher, self.clock, DeprovisioningSettings(**settings), fake_schedule
+            self.state, self.kube, self.cloud, launcher, self.clock, DeprovisioningSettings(**settings), schedule
         )
         self.baseline: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
 
@@ -226,7 +226,7 @@ def restarted(world: World, **settings: Any) -> DeprovisioningController:
     """A new controller on the same cluster: what a killed and restarted process starts with."""
     launcher = ProvisioningLauncher(Launcher(world.kube, world.cloud, world.state, world.clock), world.state)
     return DeprovisioningController(
-        world.state, world.kube, world.cloud, launcher, world.clock, DeprovisioningSettings(**settings), fake_schedule
+        world.state, world.kube, world.cloud, launcher, world.clock, DeprovisioningSettings(**settings), schedule
     )
 
 
@@ -237,7 +237,7 @@ def replacing_big(world: World) -> str:
     world.pod("a", "big", cpu="1.5")
     world.reconcile()
     assert world.unschedulable("big") and marked(world, "big")
-    return next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] != "big")
+    return str(next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] != "big"))
 
 
 def test_a_replace_cordons_and_marks_its_candidates_in_one_patch() -> None:
@@ -315,3 +315,61 @@ def test_a_failed_command_lifts_its_cordon_and_mark() -> None:
     replacing_big(world)
     world.reconcile(step=61)
     assert not world.unschedulable("big") and not marked(world, "big")
+
+
+def test_every_command_is_in_the_decision_log_with_its_prices_before_and_after() -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.reconcile()
+    (decision,) = world.controller.decisions.recent()
+    assert (decision.controller, decision.action, decision.subject) == (
+        "deprovisioning", "consolidation/replace", "node/big"
+    )
+    assert decision.reason.startswith("consolidation: replace, terminating 1 machines big/large")
+    assert decision.price_before == pytest.approx(0.40)
+    assert decision.price_before is not None and decision.price_after is not None
+    assert decision.price_after < decision.price_before
+    assert decision.extra["nodes"] == ["big"]
+    assert decision.to_json()["price_before"] == pytest.approx(0.40)
+
+
+def test_an_emptiness_delete_costs_nothing_after() -> None:
+    world = World()
+    world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=5))
+    world.node("n1")
+    world.reconcile()
+    world.reconcile(step=6)
+    (decision,) = world.controller.decisions.recent()
+    assert (decision.action, decision.price_before, decision.price_after) == ("emptiness/delete", 0.20, 0)
+
+
+def test_a_command_that_fails_is_in_the_decision_log_with_why() -> None:
+    world = World(validation_wait_seconds=0, replacement_timeout_seconds=60)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.reconcile()
+    world.reconcile(step=61)
+    failed, started = world.controller.decisions.recent()
+    assert (started.action, failed.action) == ("consolidation/replace", "deprovisioning-failed")
+    assert "never initialized" in failed.reason
+
+
+def test_unconsolidatable_is_published_once_per_node_per_15_minutes_through_the_shared_recorder() -> None:
+    world = World(validation_wait_seconds=0, poll_period_seconds=0, consolidated_reset_seconds=0)
+    consolidating(world)
+    world.node("n1")
+    world.kube.patch(NODES, "n1", {"metadata": {"annotations": {L.DO_NOT_CONSOLIDATE: "true"}}})
+    world.pod("a", "n1")
+
+    def count() -> int:
+        return sum(1 for e in world.kube.events if e["reason"] == "Unconsolidatable")
+
+    world.reconcile()
+    assert count() == 1
+    world.reconcile(step=600)
+    assert count() == 1
+    world.reconcile(step=301)
+    assert count() == 2

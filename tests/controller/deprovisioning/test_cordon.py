@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON, cordon_patch, stale_cordons, uncordon_patch
+from controller.core.labels import DEPROVISIONING_CORDON
+from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
 from controller.state.snapshot import NodeView
 from controller.state.views import node_view
+from tests.builders.wire import make_node
 from tests.fakes.kube import merge_patch
-from tests.fakes.objects import make_node
 
 
 def marked_node(name: str, marked: bool = True, **kw: Any) -> NodeView:

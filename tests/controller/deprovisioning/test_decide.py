@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings, Snapshot
-from tests.controller.deprovisioning.builders import (
-    LARGE,
-    MEDIUM,
-    at,
-    fake_schedule,
-    make_node,
-    make_pod,
-    make_provisioner,
-    make_snapshot,
-)
+from controller.scheduling.scheduler import schedule
+from tests.builders.deprovisioning import LARGE, MEDIUM, at, make_node, make_pod, make_provisioner, make_snapshot
 
 SETTINGS = DeprovisioningSettings()
 ALL_ON = [make_provisioner(consolidation=True, ttl_expired=100, capacity_types=["on-demand"])]
 
 
 def _pass(snap: Snapshot, pending=None, settings=SETTINGS):  # type: ignore[no-untyped-def]
-    return decide(snap, pending, fake_schedule, settings)
+    return decide(snap, pending, schedule, settings)
 
 
 def test_expiration_goes_before_emptiness_and_consolidation() -> None:

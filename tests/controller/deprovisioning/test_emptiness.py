@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.timestamps import parse_datetime
 from controller.deprovisioning.commands import Annotate
-from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations, parse_timestamp
-from tests.controller.deprovisioning.builders import (
-    at,
-    fake_schedule,
-    make_node,
-    make_pod,
-    make_provisioner,
-    make_snapshot,
-)
+from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
+from controller.scheduling.scheduler import schedule
+from tests.builders.deprovisioning import at, make_node, make_pod, make_provisioner, make_snapshot
 
 TTL5 = [make_provisioner(ttl_empty=5)]
 
@@ -20,7 +15,7 @@ TTL5 = [make_provisioner(ttl_empty=5)]
 def test_an_empty_node_gets_the_timestamp_of_now() -> None:
     snap = make_snapshot([make_node("n1", pods=[make_pod("ds", owner_kind="DaemonSet")])], TTL5, now=at(42))
     assert emptiness_annotations(snap) == [Annotate("n1", L.EMPTINESS_TIMESTAMP, "2024-01-01T00:00:42Z")]
-    assert parse_timestamp("2024-01-01T00:00:42Z") == at(42)
+    assert parse_datetime("2024-01-01T00:00:42Z") == at(42)
 
 
 def test_the_timestamp_is_removed_when_pods_come_back() -> None:
@@ -47,7 +42,7 @@ def test_nodes_empty_longer_than_the_ttl_are_deleted_together() -> None:
         make_node("unmarked"),
         make_node("busy", pods=[make_pod("a")], annotations={L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"}),
     ]
-    out = Emptiness().compute(make_snapshot(nodes, TTL5, now=at(6)), fake_schedule)
+    out = Emptiness().compute(make_snapshot(nodes, TTL5, now=at(6)), schedule)
     assert out.command is not None
     assert out.command.reason == "emptiness/delete"
     assert sorted(out.command.node_names) == ["old-1", "old-2"]
@@ -55,5 +50,5 @@ def test_nodes_empty_longer_than_the_ttl_are_deleted_together() -> None:
 
 def test_nothing_before_the_ttl_or_without_it() -> None:
     node = make_node("n1", annotations={L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"})
-    assert Emptiness().compute(make_snapshot([node], TTL5, now=at(5)), fake_schedule).command is None
-    assert Emptiness().compute(make_snapshot([node], [make_provisioner()], now=at(60)), fake_schedule).command is None
+    assert Emptiness().compute(make_snapshot([node], TTL5, now=at(5)), schedule).command is None
+    assert Emptiness().compute(make_snapshot([node], [make_provisioner()], now=at(60)), schedule).command is None

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.scheduling.scheduler import schedule
-from tests.controller.deprovisioning.builders import make_node, make_pod, make_provisioner, make_snapshot
+from tests.builders.deprovisioning import make_node, make_pod, make_provisioner, make_snapshot
 
 CATALOG = {it.name: it for it in simulated_catalog()}
 NOW = DeprovisioningSettings(validation_wait_seconds=0)

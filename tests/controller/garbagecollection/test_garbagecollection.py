@@ -8,9 +8,9 @@ from controller.decisions import DecisionLog
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
 from controller.kube.resources import NODES, WATCHED
 from controller.state.cluster import ClusterState
+from tests.builders.wire import make_node
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node
 
 
 def setup() -> tuple[FakeClock, FakeKube, FakeCloudProvider, ClusterState, GarbageCollectionController]:

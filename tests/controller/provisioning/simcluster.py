@@ -22,17 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.clock import FakeClock, format_timestamp
+from controller.clock import FakeClock
 from controller.cloudprovider.base import Instance, NodeRequest
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core.timestamps import format_timestamp
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
 from controller.kube.resources import DAEMONSETS, NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
+from tests.builders.wire import make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_pod, make_provisioner
 from tests.support import placement
 
 TYPES = tuple(it for it in simulated_catalog() if it.name in {"c6a.large", "m6a.large", "c6a.xlarge", "m6a.xlarge"})
@@ -43,8 +44,8 @@ ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 class Hooks:
     """What may happen while karpy is mid-reconcile (each a callable run at that moment)."""
 
-    before_create: list[Callable[[], None]] = field(default_factory=list)
-    before_bind: list[Callable[[], None]] = field(default_factory=list)
+    before_create: list[Callable[[], object]] = field(default_factory=list)
+    before_bind: list[Callable[[], object]] = field(default_factory=list)
 
 
 class HookedCloud(FakeCloudProvider):

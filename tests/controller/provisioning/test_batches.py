@@ -10,6 +10,7 @@ the cluster as it was just before it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,11 @@ WORKLOADS: dict[str, Callable[[str], dict[str, Any]]] = {
 SIZES = {"small": ("250m", "256Mi"), "medium": ("500m", "1Gi"), "large": ("1500m", "2Gi")}
 
 
+def arrive_and_schedule(sim: SimCluster, args: tuple[str, int, str]) -> None:
+    arrive(sim, *args)
+    sim.kube_scheduler()
+
+
 def arrive(sim: SimCluster, workload: str, count: int, size: str) -> None:
     cpu, memory = SIZES[size]
     for _ in range(count):
@@ -94,7 +100,7 @@ def test_zonal_spread_over_batches_with_kube_scheduler_binding_meanwhile() -> No
     sim = SimCluster()
     arrive(sim, "zone-spread-1", 2, "medium")
     sim.kube_scheduler()
-    sim.hooks.before_bind.append(lambda: (arrive(sim, "zone-spread-1", 2, "medium"), sim.kube_scheduler()))
+    sim.hooks.before_bind.append(functools.partial(arrive_and_schedule, sim, ("zone-spread-1", 2, "medium")))
     sim.batch()
     arrive(sim, "zone-spread-1", 2, "medium")
     sim.kube_scheduler()
@@ -136,7 +142,7 @@ def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(
         elif action == "restart":
             sim.restart()
         elif action == "arrive-during-launch":
-            sim.hooks.before_create.append(lambda a=arg: (arrive(sim, *a), sim.kube_scheduler()))
+            sim.hooks.before_create.append(functools.partial(arrive_and_schedule, sim, arg))
         elif action == "kube-scheduler-during-bind":
             sim.hooks.before_bind.append(sim.kube_scheduler)
         elif action == "watch-during-bind":

@@ -6,19 +6,19 @@ from dataclasses import dataclass
 
 import pytest
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
+from controller.core.labels import DEPROVISIONING_CORDON
 from controller.decisions import DecisionLog
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
 from controller.events import EventRecorder
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
+from tests.builders.wire import make_node, make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node, make_pod, make_provisioner
 
 TYPES = tuple(it for it in simulated_catalog() if it.name in {"m5.large", "m5.xlarge", "m5.2xlarge", "c5.large"})
 

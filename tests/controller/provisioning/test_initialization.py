@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
+from typing import Any
+
+from controller.core import labels as L
 from controller.kube.resources import NODES, PODS
 from controller.provisioning.initialization import InitializationController
+from tests.builders.wire import make_node, make_pod
 from tests.controller.provisioning.test_controller import make_env
-from tests.fakes.objects import make_node, make_pod
 
 STARTUP = {"key": "init", "effect": "NoSchedule"}
 TOLERATE = [{"key": "dedicated", "operator": "Exists"}]
 
 
-def _node(**kw: object) -> dict:
+def _node(**kw: object) -> dict[str, Any]:
     node = make_node("n1", cpu="4", memory="16Gi", initialized=False, **kw)  # type: ignore[arg-type]
     node["spec"]["taints"] = [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}, STARTUP]
     return node
@@ -36,7 +38,7 @@ def test_initialized_once_ready_without_startup_taints_and_with_extended_resourc
     env.kube.put(NODES, node)
     controller = InitializationController(env.state, env.kube)
 
-    def step(change: dict) -> list[str]:
+    def step(change: dict[str, Any]) -> list[str]:
         current = env.kube.find(NODES, "n1")
         assert current is not None
         for key, value in change.items():

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS, allowed_offerings, by_price, cheapest_price
-from controller.scheduling.requirements import Requirement, Requirements
-from tests.controller.scheduling.builders import make_instance_type
+from tests.builders.scheduling import make_instance_type
 
 
 def test_every_well_known_key_is_defined() -> None:

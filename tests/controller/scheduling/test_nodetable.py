@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from controller.core.requirements import Requirements
 from controller.scheduling.nodetable import NodeTable
-from controller.scheduling.requirements import Requirements
 from controller.scheduling.types import HostPort
 
 

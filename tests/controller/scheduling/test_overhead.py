@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core.resources import format_resources
 from controller.scheduling.overhead import (
     MachineShape,
     apply_kubelet,
@@ -15,9 +16,8 @@ from controller.scheduling.overhead import (
     pod_capacity,
     shape_of,
 )
-from controller.scheduling.resources import format_resources
 from controller.scheduling.types import KubeletSpec
-from tests.controller.scheduling.builders import make_instance_type
+from tests.builders.scheduling import make_instance_type
 
 MIB = 2**20
 GIB = 2**30

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from controller.scheduling.podstate import PodState
-from tests.controller.scheduling.builders import make_pod, req, spread, term
+from tests.builders.scheduling import make_pod, req, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 

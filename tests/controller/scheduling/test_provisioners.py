@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from controller.apis.load import load_provisioner
+from controller.core.taints import Taint
 from controller.scheduling.provisioners import by_weight, provisioner_spec
-from controller.scheduling.types import Taint
-from tests.controller.scheduling.builders import make_provisioner
+from tests.builders.scheduling import make_provisioner
 
 
 def test_spec_of_a_defaulted_provisioner() -> None:

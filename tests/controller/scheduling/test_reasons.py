@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from controller.apis.labels import ARCH, HOSTNAME, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
+from controller.core.labels import ARCH, HOSTNAME, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
+from controller.core.requirements import Requirement
+from controller.core.taints import Taint
 from controller.scheduling.reasons import amount, render_requirement
-from controller.scheduling.requirements import Requirement
-from controller.scheduling.types import Taint
-from tests.controller.scheduling.builders import make_node, make_pod, make_provisioner, reason, req, run, term
+from tests.builders.scheduling import make_node, make_pod, make_provisioner, reason, req, run, term
 
 GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
 

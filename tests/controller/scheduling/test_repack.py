@@ -7,12 +7,12 @@ import random
 import numpy as np
 
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core.requirements import Requirements
 from controller.scheduling.packing import lp_cover
-from controller.scheduling.requirements import Requirements
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingInput
 from controller.scheduling.typetable import TypeTable
-from tests.controller.scheduling.builders import make_pod, make_provisioner, node_of, req, run, spread
+from tests.builders.scheduling import make_pod, make_provisioner, node_of, req, run, spread
 
 ON_DEMAND = [req("karpenter.sh/capacity-type", "In", "on-demand")]
 

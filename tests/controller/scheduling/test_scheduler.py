@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controller.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
+from controller.core.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
 from controller.scheduling.scheduler import node_labels
-from tests.controller.scheduling.builders import (
+from tests.builders.scheduling import (
     make_instance_type,
     make_node,
     make_pod,

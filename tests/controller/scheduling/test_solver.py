@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controller.apis.labels import ARCH, HOSTNAME, PROVISIONER_NAME
-from controller.scheduling.types import Taint
-from tests.controller.scheduling.builders import (
+from controller.core.labels import ARCH, HOSTNAME, PROVISIONER_NAME
+from controller.core.taints import Taint
+from tests.builders.scheduling import (
     make_instance_type,
     make_node,
     make_pod,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.apis.labels import CAPACITY_TYPE, HOSTNAME, ZONE
-from controller.scheduling.requirements import Requirements
+from controller.core.labels import CAPACITY_TYPE, HOSTNAME, ZONE
+from controller.core.requirements import Requirements
 from controller.scheduling.topology import Group, filter_matches, short_key
 from controller.scheduling.types import LabelSelector, PodRequest
-from tests.controller.scheduling.builders import (
+from tests.builders.scheduling import (
     make_instance_type,
     make_node,
     make_pod,

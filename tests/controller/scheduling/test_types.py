@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.scheduling.types import LabelSelector, pod_key
-from tests.controller.scheduling.builders import make_instance_type
+from tests.builders.scheduling import make_instance_type
 
 SELECTOR = LabelSelector(
     match_labels=(("app", "web"),),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from controller.apis.labels import ARCH, CAPACITY_TYPE, ZONE
-from controller.scheduling.requirements import Requirement, Requirements
+from controller.core.labels import ARCH, CAPACITY_TYPE, ZONE
+from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.typetable import TypeTable
-from tests.controller.scheduling.builders import make_instance_type, small_catalog
+from tests.builders.scheduling import make_instance_type, small_catalog
 
 
 def table() -> TypeTable:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from controller.scheduling.pods import PodSpecError, pod_request
-from controller.scheduling.workloads import daemonset_pod, expand
+from controller.scheduling.workloads import daemonset_pod, daemonset_pods, expand
 
 
 def workload(kind: str, **spec: Any) -> dict[str, Any]:
@@ -34,6 +34,14 @@ def test_expanded_pods_are_named_after_their_owner() -> None:
 def test_daemonset_pod_is_owned_by_the_daemonset() -> None:
     p = pod_request(daemonset_pod(workload("DaemonSet")))
     assert (p.key, p.owner_kind) == ("ns/x", "DaemonSet")
+
+
+def test_the_controllers_read_daemonsets_through_the_same_converter_skipping_unreadable_ones() -> None:
+    broken = workload("DaemonSet")
+    broken["metadata"]["name"] = "broken"
+    broken["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    pods = daemonset_pods([workload("DaemonSet"), broken])
+    assert [(p.key, p.owner_kind, dict(p.labels)) for p in pods] == [("ns/x", "DaemonSet", {"app": "x"})]
 
 
 def test_malformed_workloads() -> None:

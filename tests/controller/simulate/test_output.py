@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from controller.scheduling.types import Taint
+from controller.core.taints import Taint
 from controller.simulate.output import to_json, to_table
-from tests.controller.scheduling.builders import make_node, make_pod, make_provisioner, run
+from tests.builders.scheduling import make_node, make_pod, make_provisioner, run
 
 
 def test_json_has_design_md_shape() -> None:

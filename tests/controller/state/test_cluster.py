@@ -5,7 +5,7 @@ from __future__ import annotations
 from controller.clock import FakeClock
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.state.cluster import ClusterState
-from tests.fakes.objects import make_node, make_pod, make_provisioner
+from tests.builders.wire import make_node, make_pod, make_provisioner
 
 
 def synced_state(clock: FakeClock | None = None) -> ClusterState:

@@ -10,8 +10,8 @@ from controller.kube.errors import ConnectionLostError, GoneError
 from controller.kube.resources import NODES
 from controller.state.cluster import ClusterState
 from controller.state.informer import Informer
+from tests.builders.wire import make_node
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node
 
 
 class StopAfterWatches(FakeKube):

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.base import Instance
+from controller.core import labels as L
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
 from controller.kube.errors import TooManyRequestsError
 from controller.kube.resources import NODES, PODS, WATCHED
 from controller.state.cluster import ClusterState
-from controller.termination import delete_node
 from controller.termination.controller import TerminationController
+from tests.builders.wire import make_node, make_pod
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
-from tests.fakes.objects import make_node, make_pod
 
 
 @dataclass
@@ -45,9 +44,9 @@ def make_env(*pods: dict) -> Env:  # type: ignore[type-arg]
     return Env(clock, kube, cloud, state, ctrl)
 
 
-def test_delete_node_cordons_evicts_terminates_and_removes_finalizer() -> None:
+def test_a_deleted_node_is_cordoned_drained_terminated_and_released() -> None:
     env = make_env(make_pod("a", node="n1"), make_pod("ds", node="n1", owner_kind="DaemonSet"))
-    assert delete_node(env.kube, env.state, "n1")
+    env.kube.delete(NODES, "n1")  # as `kubectl delete node` or deprovisioning does
     env.tick()
     node = env.kube.find(NODES, "n1")
     assert node is not None and node["spec"]["unschedulable"] is True
@@ -61,7 +60,7 @@ def test_delete_node_cordons_evicts_terminates_and_removes_finalizer() -> None:
 def test_pdb_429_is_retried_with_backoff_and_node_waits() -> None:
     env = make_env(make_pod("a", node="n1"))
     env.kube.evict_errors["default/a"] = [TooManyRequestsError("pdb", 429)] * 3
-    delete_node(env.kube, env.state, "n1")
+    env.kube.delete(NODES, "n1")
     for _ in range(3):
         env.tick(0.1)
     assert env.kube.find(NODES, "n1") is not None and env.cloud.instances
@@ -73,7 +72,7 @@ def test_pdb_429_is_retried_with_backoff_and_node_waits() -> None:
 
 def test_do_not_evict_pod_is_waited_for() -> None:
     env = make_env(make_pod("keep", node="n1", annotations={L.DO_NOT_EVICT: "true"}))
-    delete_node(env.kube, env.state, "n1")
+    env.kube.delete(NODES, "n1")
     for _ in range(3):
         env.tick()
     assert env.kube.evictions == [] and env.kube.find(NODES, "n1") is not None
@@ -85,6 +84,6 @@ def test_do_not_evict_pod_is_waited_for() -> None:
 def test_instance_already_gone_removes_finalizer() -> None:
     env = make_env(make_pod("keep", node="n1", annotations={L.DO_NOT_EVICT: "true"}))
     env.cloud.instances.clear()
-    delete_node(env.kube, env.state, "n1")
+    env.kube.delete(NODES, "n1")
     env.tick()
     assert env.kube.find(NODES, "n1") is None

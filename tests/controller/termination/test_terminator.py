@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.state.snapshot import NodeView
 from controller.state.views import node_view, pod_view
 from controller.termination.terminator import drain_plan
-from tests.fakes.objects import make_node, make_pod
+from tests.builders.wire import make_node, make_pod
 
 NOW = 1_704_067_260.0  # 2024-01-01T00:01:00Z
 

@@ -13,6 +13,7 @@ Assertions read the API server through karpy's own `KubeClient` (fast) and the c
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import sys
@@ -25,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from controller.apis import labels as L
 from controller.clock import SystemClock
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
+from controller.core import labels as L
 from controller.kube.client import KubeClient
 from controller.kube.errors import KubeError, NotFoundError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
@@ -89,7 +90,7 @@ class KarpyEnv:
     def start(self, identity: str = "replica-a", *args: str, wait_ready: bool = True) -> Controller:
         port = procs.free_port()
         argv = [
-            sys.executable, "-m", "controller.cli", "controller",
+            sys.executable, "-m", "karpy", "controller",
             "--kubeconfig", str(self.cluster.kubeconfig),
             "--simulated-db", str(self.db),
             "--cluster-name", self.namespace,
@@ -206,11 +207,11 @@ class KarpyEnv:
         for ctrl in self.controllers:
             procs.stop(ctrl.proc, grace_seconds=5)
         for name in [p["metadata"]["name"] for p in self.kube.list(PROVISIONERS).items]:
-            _ignore(lambda n=name: self.kube.delete(PROVISIONERS, n))
+            _ignore(functools.partial(self.kube.delete, PROVISIONERS, name))
         for node in self.nodes():
             name = node["metadata"]["name"]
-            _ignore(lambda n=name: self.kube.patch(NODES, n, {"metadata": {"finalizers": None}}))
-            _ignore(lambda n=name: self.kube.delete(NODES, n))
+            _ignore(functools.partial(self.kube.patch, NODES, name, {"metadata": {"finalizers": None}}))
+            _ignore(functools.partial(self.kube.delete, NODES, name))
 
 
 def _ignore(call: Callable[[], Any]) -> None:

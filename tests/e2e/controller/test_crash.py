@@ -29,10 +29,9 @@ from typing import Any
 
 import pytest
 
-from controller.apis import labels as L
-from controller.deprovisioning.cordon import DEPROVISIONING_CORDON
+from controller.core import labels as L
+from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.kube.resources import Kind
-from controller.provisioning.nodes import BINDING_HOLD
 from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
 
 pytestmark = pytest.mark.e2e

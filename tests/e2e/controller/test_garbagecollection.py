@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from controller.apis import labels as L
 from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
+from controller.core.requirements import Requirements
 from controller.kube.errors import NotFoundError
 from controller.kube.resources import NODES
-from controller.scheduling.requirements import Requirements
 from tests.e2e.controller.conftest import KarpyEnv, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.resources import parse_resources
 from controller.kube.resources import PROVISIONERS
-from controller.scheduling.resources import parse_resources
 from tests.e2e.controller.conftest import KarpyEnv, wait_for
 
 pytestmark = pytest.mark.e2e

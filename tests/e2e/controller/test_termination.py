@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.kube.errors import NotFoundError
 from controller.kube.resources import NODES, PODS, Kind
 from tests.e2e.controller.conftest import KarpyEnv, wait_for
@@ -27,7 +27,7 @@ def node_gone(karpy: KarpyEnv, name: str) -> bool:
 def one_node_with(karpy: KarpyEnv, app: str, replicas: int, **pod: object) -> str:
     karpy.provisioner()
     karpy.start()
-    karpy.deployment(app, replicas, cpu="500m", memory="256Mi", **pod)  # type: ignore[arg-type]
+    karpy.deployment(app, replicas, cpu="500m", memory="256Mi", **pod)
     wait_for(lambda: len(karpy.running(app)) == replicas, 20, f"{replicas} {app} pods Running")
     (node,) = karpy.nodes()
     return str(node["metadata"]["name"])

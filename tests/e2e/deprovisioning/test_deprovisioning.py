@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.apis import labels as L
+from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
+from controller.core.requirements import Requirements
+from controller.core.resources import parse_resources
 from controller.kube.errors import NotFoundError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
-from controller.scheduling.resources import parse_resources
 from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
 from tests.e2e.deprovisioning.conftest import FAST
 
@@ -46,11 +48,14 @@ def node_price(node: dict[str, Any]) -> float:
 
 
 def fleet(karpy: KarpyEnv) -> tuple[int, float]:
-    """(node count, total hourly price) of karpy's live nodes, checked against the cloud's bill."""
+    """(node count, total hourly price) of karpy's live nodes, checked against the cloud's bill:
+    every instance has a Node and every Node an instance, and the bill is the nodes' price."""
+    problem = karpy.consistent()
+    assert problem == "", problem
     nodes = [n for n in karpy.nodes() if not n["metadata"].get("deletionTimestamp")]
     total = sum(node_price(n) for n in nodes)
     billed = sum(i.price for i in karpy.cloud.list())
-    assert abs(total - billed) < 1e-9 or karpy.consistent(), (total, billed)
+    assert abs(total - billed) < 1e-9, (total, billed)
     return len(nodes), total
 
 
@@ -137,6 +142,16 @@ def test_scale_to_zero_removes_the_nodes_within_30s_and_zeroes_status_resources(
     assert karpy.cloud.list() == []
     assert [e for e in karpy.events("DeprovisioningTerminating") if e["involvedObject"]["name"] in before]
     print(f"{len(before)} node(s) gone {elapsed:.1f}s after scaling to zero")
+
+
+def test_fleet_rejects_an_instance_the_cluster_has_no_node_for(karpy: KarpyEnv) -> None:
+    """Issue 9 bug 4: `fleet` passed while the cloud billed an instance without a Node."""
+    karpy.provisioner()
+    m5 = tuple(it for it in simulated_catalog() if it.name == "m5.large")
+    karpy.cloud.create(NodeRequest("default", Requirements(), m5))  # launched, but no Node was made
+    assert karpy.consistent().startswith("instances without nodes")
+    with pytest.raises(AssertionError, match="instances without nodes"):
+        fleet(karpy)
 
 
 # 2. consolidation ----------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from controller.apis import labels as L
 from controller.cloudprovider.simulated.catalog import (
     ZONES,
     CatalogError,
@@ -16,7 +15,8 @@ from controller.cloudprovider.simulated.catalog import (
     catalog_to_json,
     simulated_catalog,
 )
-from controller.scheduling.resources import format_resources
+from controller.core import labels as L
+from controller.core.resources import format_resources
 
 
 def by_name() -> dict[str, Any]:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
-from controller.scheduling.requirements import Requirements
+from controller.core import labels as L
+from controller.core.requirements import Requirements
 
 
 def types(*wanted: str) -> tuple:  # type: ignore[type-arg]

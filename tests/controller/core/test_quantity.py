@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from controller.scheduling.quantity import (
+from controller.core.quantity import (
     QuantityError,
     format_bytes,
     format_milli,
@@ -47,6 +47,7 @@ def test_bad_quantities_are_rejected(text: str) -> None:
 
 def test_numbers_and_non_numbers() -> None:
     assert parse_quantity(2) == 2 and parse_quantity(0.25) == Decimal("0.25")
+    bad: object
     for bad in (True, None, [], float("nan")):
         with pytest.raises(QuantityError):
             parse_quantity(bad)  # type: ignore[arg-type]

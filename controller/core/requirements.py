@@ -3,7 +3,7 @@
 Pure. A `Requirement` is one key's allowed values: a concrete set (`In`, `DoesNotExist`) or the
 complement of an excluded set (`NotIn`, `Exists`), optionally with integer bounds (`Gt`, `Lt`).
 `Requirements` maps keys to requirements, intersecting when a key is added twice. Keys are
-normalised through the alias table (`controller.apis.labels.NORMALIZED_LABELS`).
+normalised through the alias table (`controller.core.labels.NORMALIZED_LABELS`).
 
 karpy decision: where Karpenter picks a random value (an `In` member, an integer for `Exists`),
 karpy picks the smallest one, so the same inputs always give the same node labels.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from controller.apis.labels import SUPPORTED_OPERATORS, WELL_KNOWN_LABELS, is_restricted_node_label, normalize_key
+from controller.core.labels import SUPPORTED_OPERATORS, WELL_KNOWN_LABELS, is_restricted_node_label, normalize_key
 
 IN = "In"
 NOT_IN = "NotIn"

@@ -1,19 +1,19 @@
 """The `karpy` command line: one argparse program, one subcommand per job.
 
-`karpy certs generate`, `karpy webapp`, `karpy dev`, and the subcommands other packages
-register (`cluster`, `simulate`, `catalog`, `controller`). Errors in user input exit with code 2
-and a message, never a traceback.
+The product layer: the only package that ties the others together. `karpy certs generate` and
+`karpy webapp` are here; `controller` (`controller_command.py`), `dev` (`dev.py`), `simulate`
+and `catalog` (`simulate.py`) are its neighbours, and `cluster` is the local control plane's own
+`localcluster.cli`. Every subcommand is imported explicitly: a missing module fails at start.
+Errors in user input exit with code 2 and a message, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Sequence
-from importlib import import_module
+from collections.abc import Sequence
 
-# Packages that add subcommands through `register(subparsers)`; absent ones are skipped.
-_REGISTRARS = ("localcluster.cli", "controller.simulate.cli", "controller.main_cli", "controller.dev")
+from karpy import controller_command, dev, simulate
+from localcluster import cli as cluster_cli
 
 
 def _certs(args: argparse.Namespace) -> int:
@@ -55,15 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--kubeconfig", help="kubeconfig (accepted; the webhooks need no cluster access)")
     web.set_defaults(func=_webapp)
 
-    for name in _REGISTRARS:
-        try:
-            module = import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name and name.startswith(err.name):
-                continue
-            raise
-        register: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None] = module.register
-        register(sub)
+    cluster_cli.register(sub)
+    simulate.register(sub)
+    controller_command.register(sub)
+    dev.register(sub)
     return parser
 
 
@@ -75,7 +70,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.scheduling.quantity import format_bytes, format_milli, int_value, milli_value
-from controller.scheduling.types import CPU, EPHEMERAL_STORAGE, MEMORY, Resources
+from controller.core.quantity import format_bytes, format_milli, int_value, milli_value
+
+Resources = Mapping[str, int]
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
 
 _BYTE_RESOURCES = frozenset({MEMORY, EPHEMERAL_STORAGE, "storage"})
 

@@ -65,15 +65,6 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
         raise QuantityError(f"quantity {value!r} could not be parsed") from err
 
 
-def is_quantity(value: object) -> bool:
-    """True when `value` parses as a Kubernetes quantity."""
-    try:
-        parse_quantity(value)  # type: ignore[arg-type]
-    except QuantityError:
-        return False
-    return True
-
-
 def milli_value(value: str | int | float | Decimal) -> int:
     """The quantity in thousandths, rounded up (`100m` -> 100, `1.5` -> 1500)."""
     return int((parse_quantity(value) * 1000).to_integral_value(rounding=ROUND_CEILING))

@@ -2,14 +2,13 @@
 
 Starts the local control plane (`localcluster`), karpy's webhook server over TLS with freshly
 generated certificates, registers the webhooks, applies the default Provisioner, starts the
-controller with the simulated cloud provider (when this build has it), prints where everything
+controller with the simulated cloud provider, prints where everything
 is, and stops every process it started on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import signal
 import subprocess
 import sys
@@ -41,7 +40,7 @@ spec:
 
 def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", *args],
+        [sys.executable, "-m", "karpy", *args],
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -69,10 +68,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-def _has_controller() -> bool:
-    return importlib.util.find_spec("controller.main_cli") is not None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,23 +104,20 @@ def run(args: argparse.Namespace) -> int:
         state = cluster.up(timeout=180, detach=False)
         cluster.install_webhooks(url, certs.ca_cert.read_bytes())
         cluster.kubectl("apply", "-f", "-", input=DEFAULT_PROVISIONER)
-        if _has_controller():
-            controller = _start(
-                [
-                    "controller",
-                    "--kubeconfig",
-                    str(cluster.kubeconfig),
-                    "--cloud-provider",
-                    "simulated",
-                    "--simulated-db",
-                    str(base / "simulated-cloud.sqlite"),
-                ],
-                logs / "controller.log",
-            )
-            procs.append(controller)
-            print("karpy dev: controller started on the simulated cloud", flush=True)
-        else:
-            print("karpy dev: this build has no controller yet; webhooks only", flush=True)
+        controller = _start(
+            [
+                "controller",
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                "--cloud-provider",
+                "simulated",
+                "--simulated-db",
+                str(base / "simulated-cloud.sqlite"),
+            ],
+            logs / "controller.log",
+        )
+        procs.append(controller)
+        print("karpy dev: controller started on the simulated cloud", flush=True)
         print(
             f"\nkarpy is running (cluster ready in {state.ready_seconds:.1f}s)\n"
             f"  webhooks (TLS):       {url}  (CA: {certs.ca_cert})\n"

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.resources import parse_resources
+from controller.core.taints import Taint
 from controller.scheduling.instancetypes import new_instance_type
 from controller.scheduling.pods import pod_request
 from controller.scheduling.provisioners import template_requirements
-from controller.scheduling.resources import parse_resources
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import (
     InstanceType,
@@ -25,7 +26,6 @@ from controller.scheduling.types import (
     SchedulingResult,
     SchedulingSettings,
     StateNode,
-    Taint,
 )
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")
@@ -48,8 +48,10 @@ def make_instance_type(
     labels: Mapping[str, str] | None = None,
     unavailable: Iterable[tuple[str, str]] = (),
 ) -> InstanceType:
-    """An instance type; spot offerings only when `spot_price` is given."""
-    family, size = name.split(".", 1)
+    """An instance type; spot offerings only when `spot_price` is given. A name without a dot
+    (`small`) is its own family and size."""
+    family, _, size = name.partition(".")
+    size = size or name
     all_labels = {
         L.INSTANCE_TYPE: name,
         L.ARCH: arch,

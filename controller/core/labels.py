@@ -1,8 +1,11 @@
-"""Label keys, annotations and label-domain rules of the Provisioner API (spec §4.1–4.3).
+"""Every label, annotation, taint and finalizer key karpy reads or writes, and the label-domain
+rules of the Provisioner API (spec §4.1–4.3).
 
-Pure constants and predicates, shared by defaulting/validation, the requirements algebra and
-the controllers. karpy decision: a restricted domain matches by proper domain (the key's domain
-equals it or ends with `.` + it), not by bare string suffix.
+Pure constants and predicates in the bottom layer (`controller.core`): shared by
+defaulting/validation, the requirements algebra, the scheduler and the controllers. Karpenter's
+well-known keys come first, then karpy's own `karpy.sh/` keys (the only place they are spelled).
+karpy decision: a restricted domain matches by proper domain (the key's domain equals it or
+ends with `.` + it), not by bare string suffix.
 """
 
 from __future__ import annotations
@@ -21,12 +24,24 @@ EMPTINESS_TIMESTAMP = "karpenter.sh/emptiness-timestamp"
 VOLUNTARY_DISRUPTION = "karpenter.sh/voluntary-disruption"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 
+# karpy's own keys (not Karpenter's): see README "Behaviour worth knowing".
+# A new node is created cordoned with this annotation while provisioning binds its pods.
+BINDING_HOLD = "karpy.sh/binding-hold"
+# A node cordoned by a deprovisioning replace command; the next leader lifts a stale one.
+DEPROVISIONING_CORDON = "karpy.sh/deprovisioning-cordon"
+
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ARCH = "kubernetes.io/arch"
 OS = "kubernetes.io/os"
 HOSTNAME = "kubernetes.io/hostname"
+
+# Kubernetes keys karpy reads.
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"  # the taint a cordon means
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"  # orders consolidation candidates
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # a static (mirror) pod
+EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"  # set on a terminating node
 
 CAPACITY_TYPE_SPOT = "spot"
 CAPACITY_TYPE_ON_DEMAND = "on-demand"

@@ -1,8 +1,8 @@
 """Builders of Kubernetes objects (plain dicts, as the API server sends them) with defaults.
 
 `make_pod(name, cpu="500m", ...)`, `make_node(name, ...)`, `make_provisioner(name, ...)`,
-`make_pdb(name, ...)`. Pending pods carry `PodScheduled=False reason=Unschedulable`, as
-kube-scheduler leaves them.
+`make_awsnodetemplate(name, ...)`, `make_pdb(name, ...)`. Pending pods carry
+`PodScheduled=False reason=Unschedulable`, as kube-scheduler leaves them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.apis import labels as L
+from controller.core import labels as L
 
 Obj = dict[str, Any]
 
@@ -109,6 +109,18 @@ def make_provisioner(name: str = "default", **spec: Any) -> Obj:
         "kind": "Provisioner",
         "metadata": {"name": name, "resourceVersion": "1", "generation": 1},
         "spec": spec,
+    }
+
+
+def make_awsnodetemplate(name: str = "default", **spec: Any) -> Obj:
+    """An AWSNodeTemplate with the selectors it needs to be valid; a `None` value drops a field."""
+    base: dict[str, Any] = {"subnetSelector": {"karpenter.sh/discovery": "c"}, "securityGroupSelector": {"a": "b"}}
+    base.update(spec)
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1alpha1",
+        "kind": "AWSNodeTemplate",
+        "metadata": {"name": name},
+        "spec": {k: v for k, v in base.items() if v is not None},
     }
 
 

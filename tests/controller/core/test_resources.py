@@ -1,11 +1,11 @@
-"""Integer resource lists (`controller/scheduling/resources.py`)."""
+"""Integer resource lists (`controller/core/resources.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.resources import (
+from controller.core.quantity import QuantityError
+from controller.core.resources import (
     add,
     describe,
     exceeded,

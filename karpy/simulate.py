@@ -1,7 +1,7 @@
 """`karpy simulate` and `karpy catalog` (design.md, "Command line").
 
-`register(subparsers)` adds both subcommands to the `karpy` program; `python -m
-controller.simulate.cli simulate …` runs them on their own. Bad input prints a message naming
+`register(subparsers)` adds both subcommands to the `karpy` program (`karpy/cli.py`); the
+decision code they drive lives in `controller.simulate` (inputs, output). Bad input prints a message naming
 the file, document and field to stderr and exits with code 2 — never a traceback.
 
     karpy simulate --provisioners FILE --pods FILE [--nodes FILE] [--catalog FILE] --output json|table
@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from controller.cloudprovider.simulated.catalog import catalog_to_json, simulated_catalog
-from controller.scheduling.resources import format_resources
+from controller.core.resources import format_resources
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput
 from controller.simulate.inputs import InputError, read_catalog, read_inputs
@@ -89,15 +88,3 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cat.add_argument("--provider", choices=("simulated", "aws"), default="simulated")
     cat.add_argument("--output", choices=("json", "table"), default="json")
     cat.set_defaults(func=catalog)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="karpy")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

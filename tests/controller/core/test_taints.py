@@ -1,10 +1,12 @@
-"""Taints and tolerations (`controller/scheduling/taints.py`)."""
+"""Taints and tolerations (`controller/core/taints.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.scheduling.taints import (
+from controller.core.taints import (
+    Taint,
+    Toleration,
     first_untolerated,
     is_ephemeral,
     taint_from_wire,
@@ -12,7 +14,6 @@ from controller.scheduling.taints import (
     tolerates,
     toleration_from_wire,
 )
-from controller.scheduling.types import Taint, Toleration
 
 GPU = Taint("nvidia.com/gpu", "true", "NoSchedule")
 

@@ -1,6 +1,6 @@
 """`karpy simulate` end to end on the seed 004 provisioners, and `karpy catalog`.
 
-Runs `python -m controller.simulate.cli` in a subprocess, as a user would. The provisioners are
+Runs `python -m karpy` in a subprocess, as a user would. The provisioners are
 seed 004's examples: the full reference `default` (weight 10, a taint, a startup taint, zones
 us-west-2a/b, 4–32 vCPU nitro c/m/r, spot or on-demand, kubelet settings, limits) without its
 `ttlSecondsAfterEmpty` — the webhook rejects it next to `consolidation.enabled` — plus `gpu`
@@ -32,13 +32,13 @@ import yaml
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from tests.support.seeds import provisioner_documents
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 SPECIAL = {"key": "example.com/special-taint", "operator": "Exists"}
 
 
 def karpy(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "controller.simulate.cli", *args],
+        [sys.executable, "-m", "karpy", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

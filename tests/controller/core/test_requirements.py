@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.scheduling.requirements import Requirement, Requirements
+from controller.core.requirements import Requirement, Requirements
 
 
 def r(op: str, *values: str, key: str = "k") -> Requirement:

@@ -1,0 +1,41 @@
+"""Kubernetes timestamps: the one place they are parsed and formatted.
+
+Pure, bottom layer. Epoch seconds (what `Clock.now()` gives) are the currency; `to_datetime()`
+is for the decision code that reasons in `datetime`s (deprovisioning). RFC 3339 with second
+precision for object timestamps and annotations, MicroTime for Leases and events.k8s.io.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def parse_timestamp(text: str | None) -> float | None:
+    """A Kubernetes RFC 3339 timestamp (`2024-01-02T03:04:05Z`) in epoch seconds, or None."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def format_timestamp(seconds: float) -> str:
+    """Epoch seconds as a Kubernetes timestamp (second precision, UTC)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_timestamp(seconds: float) -> str:
+    """Epoch seconds as a Kubernetes MicroTime (used by Leases and events.k8s.io)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def to_datetime(seconds: float) -> datetime:
+    """Epoch seconds as a timezone-aware UTC `datetime`."""
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def parse_datetime(text: str | None) -> datetime | None:
+    """A Kubernetes timestamp as a UTC `datetime`, or None when absent or malformed."""
+    seconds = parse_timestamp(text)
+    return None if seconds is None else to_datetime(seconds)
