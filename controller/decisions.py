@@ -3,8 +3,10 @@
 Each `Decision` says what was launched or removed (node, instance type, zone, capacity type,
 price), for which pods, and why a pod or node was left alone. Deprovisioning records each
 command it carries out (`<method>/<delete|replace>`: emptiness, expiration, consolidation) with
-its reason and the hourly prices before and after, and each command that failed. The HTTP server serves the most
-recent ones as JSON at `/api/v1/decisions` (newest first) for the dashboard. Thread-safe.
+its reason and the hourly prices before and after, and each command that failed. The HTTP server
+serves the most recent ones as JSON at `/api/v1/decisions` (newest first) for the dashboard;
+`latest(subject)` keeps the last deduplicated answer per subject (why a pod is pending) beyond
+the ring. Thread-safe.
 """
 
 from __future__ import annotations
@@ -57,10 +59,13 @@ class DecisionLog:
         self._items: deque[Decision] = deque(maxlen=maxlen)
         self._lock = threading.Lock()
         self._last_reason: dict[str, str] = {}
+        self._latest: dict[str, Decision] = {}  # subject → its last deduplicated decision
+
+    def _stamped(self, decision: Decision) -> Decision:
+        return decision if decision.time else Decision(**{**decision.__dict__, "time": self._clock.now()})
 
     def record(self, decision: Decision) -> None:
-        if not decision.time:
-            decision = Decision(**{**decision.__dict__, "time": self._clock.now()})
+        decision = self._stamped(decision)
         with self._lock:
             self._items.append(decision)
 
@@ -74,7 +79,16 @@ class DecisionLog:
             self._last_reason[key] = text
             if len(self._last_reason) > 20_000:
                 self._last_reason.clear()
+                self._latest.clear()
+        decision = self._stamped(decision)
+        with self._lock:
+            self._latest[decision.subject] = decision
         self.record(decision)
+
+    def latest(self, subject: str) -> Decision | None:
+        """The last decision `record_once` kept about `subject` (e.g. why pod/ns/name is pending)."""
+        with self._lock:
+            return self._latest.get(subject)
 
     def recent(self, limit: int = 200) -> list[Decision]:
         with self._lock:

@@ -4,7 +4,9 @@
 - `GET /readyz` — 200 once cluster state is synced, else 503;
 - `GET /metrics` — Prometheus text (Karpenter's metric names, spec §9.1);
 - `GET /api/v1/decisions?limit=N` — JSON list of recent decisions, newest first;
-- `GET /api/v1/status` — JSON: identity, leader, synced.
+- `GET /api/v1/status` — JSON: identity, leader, synced;
+- `GET /api/v1/nodes`, `GET /api/v1/pods/pending` — the dashboard's answers (`insight.py`):
+  node prices and what would happen to each node, why each pending pod is pending.
 Read-only; it never changes anything.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -29,6 +31,7 @@ class ControllerHTTPServer:
         port: int,
         decisions: DecisionLog,
         status: Callable[[], dict[str, Any]],
+        answers: Mapping[str, Callable[[], Any]] | None = None,
     ) -> None:
         outer = self
 
@@ -79,11 +82,14 @@ class ControllerHTTPServer:
                     self._send(200, body.encode(), "application/json")
                 elif url.path == "/api/v1/status":
                     self._send(200, json.dumps(outer.status()).encode(), "application/json")
+                elif url.path in outer.answers:
+                    self._send(200, json.dumps(outer.answers[url.path]()).encode(), "application/json")
                 else:
                     self._send(404, b'{"error": "not found"}', "application/json")
 
         self.decisions = decisions
         self.status = status
+        self.answers: Mapping[str, Callable[[], Any]] = answers or {}
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)

@@ -19,7 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from prometheus_client import REGISTRY
+
 from controller import logs
+from controller.capacity import CapacityCollector
 from controller.clock import Clock, SystemClock
 from controller.cloudprovider.base import CloudProvider
 from controller.decisions import DecisionLog
@@ -29,6 +32,7 @@ from controller.deprovisioning.types import DeprovisioningSettings
 from controller.events import EventRecorder
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
 from controller.httpserver import ControllerHTTPServer
+from controller.insight import Insight
 from controller.kube.client import Kube, KubeClient
 from controller.leaderelection import LeaderElector
 from controller.metrics import RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
@@ -65,6 +69,7 @@ class App:
     decisions: DecisionLog
     recorder: EventRecorder
     provisioning: ProvisioningController
+    insight: Insight
     jobs: list[Job]
     elector: LeaderElector | None
     stop: threading.Event = field(default_factory=threading.Event)
@@ -133,13 +138,14 @@ def build(
     # at start instead of shipping a controller that never consolidates (issue 9, bug 5).
     deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning, recorder, decisions)
     jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
+    insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks)
     elector = None
     if settings.leader_elect:
         elector = LeaderElector(
             kube, clock, settings.identity, settings.leader_election_namespace, settings.leader_election_name,
             settings.lease_duration_seconds, settings.lease_retry_seconds,
         )  # fmt: skip
-    return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, jobs, elector)
+    return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, jobs, elector)
 
 
 def _deprovisioning(
@@ -151,18 +157,17 @@ def _deprovisioning(
     provisioning: ProvisioningController,
     recorder: EventRecorder,
     decisions: DecisionLog,
-) -> Reconciler:
+) -> DeprovisioningController:
     deprov_settings = DeprovisioningSettings(
         validation_wait_seconds=settings.validation_wait_seconds,
         poll_period_seconds=settings.poll_period_seconds,
         replacement_timeout_seconds=settings.replacement_timeout_seconds,
         consolidated_reset_seconds=settings.consolidated_reset_seconds,
     )
-    controller: Reconciler = DeprovisioningController(
+    return DeprovisioningController(
         state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, deprov_settings,
         recorder=recorder, decisions=decisions,
     )  # fmt: skip
-    return controller
 
 
 def job_body(app: App, controller: Reconciler) -> Callable[[], None]:
@@ -205,9 +210,12 @@ def run(settings: Settings) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     start_informers(app.kube, app.state, app.stop, settings.resync_seconds)
-    http = ControllerHTTPServer(settings.http_host, settings.http_port, app.decisions, app.status)
+    answers = {"/api/v1/nodes": app.insight.nodes, "/api/v1/pods/pending": app.insight.pending}
+    http = ControllerHTTPServer(settings.http_host, settings.http_port, app.decisions, app.status, answers)
+    capacity = CapacityCollector(app.state.snapshot, app.insight.prices)
+    REGISTRY.register(capacity)
     http.start()
-    log.info("serving /metrics, /healthz and /api/v1/decisions", extra={"port": http.port})
+    log.info("serving /metrics, /healthz, /api/v1/decisions, nodes and pods/pending", extra={"port": http.port})
     if app.elector is not None:
         threading.Thread(target=app.elector.run, args=(app.stop,), name="leader-election", daemon=True).start()
     scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(len(app.jobs) + 1)})
@@ -228,5 +236,6 @@ def run(settings: Settings) -> int:
         app.elector.release()
     app.provisioning.close()
     http.stop()
+    REGISTRY.unregister(capacity)
     log.info("stopped")
     return 0

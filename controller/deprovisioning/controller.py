@@ -33,6 +33,7 @@ from controller.deprovisioning.commands import Action, Command, Event
 from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
 from controller.deprovisioning.decide import Decision, Pending, decide
 from controller.deprovisioning.launcher import Launcher
+from controller.deprovisioning.outlook import Outlook, node_outlooks, progress_of, unconsolidatable_reasons
 from controller.deprovisioning.types import DeprovisioningSettings, Scheduler
 from controller.events import EventRecorder
 from controller.kube.client import Kube, Obj
@@ -88,6 +89,7 @@ class DeprovisioningController:
         self._idle_since: tuple[int, float] | None = None  # (state generation, time) the flag was set
         self._last_pass = float("-inf")  # when decide() last ran
         self.last_decision: Decision | None = None
+        self.unconsolidatable: dict[str, str] = {}  # the last consolidation pass's reasons, by node
 
     # The loop ----------------------------------------------------------------------------------
 
@@ -111,6 +113,8 @@ class DeprovisioningController:
         for deprovisioner, count in decision.eligible.items():
             M.ELIGIBLE_MACHINES.labels(deprovisioner=deprovisioner).set(count)
         self.last_decision = decision
+        if not consolidated:
+            self.unconsolidatable = unconsolidatable_reasons(decision)
         self._annotate(decision)
         for event in decision.events:
             self._event(event)
@@ -140,6 +144,15 @@ class DeprovisioningController:
             if view.spec is not None:
                 out[name] = self._cloud.get_instance_types(view.spec)
         return out
+
+    def outlooks(self) -> dict[str, Outlook]:
+        """What would happen to each owned node now (`outlook.py`), from a fresh snapshot."""
+        snap = self._state.snapshot()
+        consolidated = self._idle_since is not None
+        dp = deprovisioning_snapshot(snap, self._instance_types(snap), consolidated)
+        executing = self._execution.command if self._execution is not None else None
+        progress = progress_of(self.last_decision, executing, self.settings.validation_wait_seconds)
+        return node_outlooks(dp, progress, self.unconsolidatable)
 
     # Acting ------------------------------------------------------------------------------------
 

@@ -1,0 +1,149 @@
+"""Karpenter's capacity metrics, computed from cluster state at scrape time (spec §9.1).
+
+A prometheus_client custom collector: each scrape reads one snapshot and yields
+`karpenter_pods_state`, `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
+`karpenter_nodes_total_daemon_requests`, `karpenter_nodes_system_overhead`,
+`karpenter_provisioner_usage`, `karpenter_provisioner_limit`, `karpenter_provisioner_usage_pct`
+and karpy's `karpy_nodes_price_per_hour` — so Karpenter's Grafana capacity dashboard reads
+karpy unchanged. Node series carry Karpenter's label columns: `node_name`, `provisioner`,
+`phase`, `resource_type` and one column per well-known label, named as Karpenter names them
+(the key's last path segment, lower case, `-` → `_`: `zone`, `instance_type`, `capacity_type`).
+CPU is in cores, memory and storage in bytes. `metric_families(snapshot, prices)` is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from controller.apis import labels as L
+from controller.insight import PriceKey, node_price
+from controller.scheduling.quantity import QuantityError
+from controller.scheduling.resources import parse_resources
+from controller.scheduling.types import CPU, PODS
+from controller.state.snapshot import NodeView, Snapshot
+
+NA = "N/A"
+WELL_KNOWN = sorted(k for k in L.WELL_KNOWN_LABELS if k != L.PROVISIONER_NAME)
+
+
+def label_column(key: str) -> str:
+    return key.rsplit("/", 1)[-1].lower().replace("-", "_")
+
+
+NODE_LABELS = ["node_name", "provisioner", "phase", "resource_type", *(label_column(k) for k in WELL_KNOWN)]
+POD_LABELS = ["name", "namespace", "owner", "node", "provisioner", "zone", "arch", "capacity_type", "instance_type",
+              "phase"]  # fmt: skip
+
+
+def _value(resource: str, amount: int) -> float:
+    return amount / 1000.0 if resource == CPU else float(amount)
+
+
+def _node_phase(node: NodeView) -> str:
+    phase = (node.obj.get("status") or {}).get("phase")
+    return str(phase) if phase else ("Ready" if node.ready else "NotReady")
+
+
+def _node_columns(node: NodeView) -> list[str]:
+    return [node.name, node.provisioner or NA, _node_phase(node)]
+
+
+def _well_known(node: NodeView) -> list[str]:
+    return [node.labels.get(k, NA) for k in WELL_KNOWN]
+
+
+def _owner(pod_obj: Mapping[str, Any], namespace: str) -> str:
+    for ref in (pod_obj.get("metadata") or {}).get("ownerReferences") or []:
+        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        group_version = str(ref.get("apiVersion") or "v1")
+        base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+        return f"{base}/namespaces/{namespace}/{kind.lower()}s/{name}"
+    return NA
+
+
+def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> list[GaugeMetricFamily]:
+    """Every capacity gauge for `snapshot` (pure)."""
+    allocatable = GaugeMetricFamily("karpenter_nodes_allocatable", "Node allocatable", labels=NODE_LABELS)
+    pod_requests = GaugeMetricFamily(
+        "karpenter_nodes_total_pod_requests", "Node total pod requests (non-DaemonSet pods)", labels=NODE_LABELS
+    )
+    daemon_requests = GaugeMetricFamily(
+        "karpenter_nodes_total_daemon_requests", "Node total DaemonSet pod requests", labels=NODE_LABELS
+    )
+    overhead = GaugeMetricFamily(
+        "karpenter_nodes_system_overhead", "Node capacity minus allocatable", labels=NODE_LABELS
+    )
+    price = GaugeMetricFamily(
+        "karpy_nodes_price_per_hour", "Hourly price of the node's offering", labels=NODE_LABELS[:3] + NODE_LABELS[4:]
+    )
+    pods_state = GaugeMetricFamily("karpenter_pods_state", "Pod state", labels=POD_LABELS)
+    for node in sorted(snapshot.nodes.values(), key=lambda n: n.name):
+        columns, known = _node_columns(node), _well_known(node)
+        for resource, amount in sorted(node.allocatable.items()):
+            allocatable.add_metric([*columns, resource, *known], _value(resource, amount))
+        for resource, amount in sorted(node.capacity.items()):
+            reserved = amount - node.allocatable.get(resource, 0)
+            overhead.add_metric([*columns, resource, *known], _value(resource, reserved))
+        pods: dict[str, int] = {}
+        daemons: dict[str, int] = {}
+        for pod in node.active_pods():
+            if pod.request is None:
+                continue
+            into = daemons if pod.is_daemonset else pods
+            for resource, amount in pod.request.requests.items():
+                if resource != PODS:
+                    into[resource] = into.get(resource, 0) + amount
+        for into, family in ((pods, pod_requests), (daemons, daemon_requests)):
+            for resource, amount in sorted(into.items()):
+                family.add_metric([*columns, resource, *known], _value(resource, amount))
+        cost = node_price(node, prices)
+        if node.owned and cost is not None:
+            price.add_metric([*columns, *known], cost)
+    for pod in sorted(snapshot.pods.values(), key=lambda p: p.key):
+        host = snapshot.nodes.get(pod.node_name)
+        labels = host.labels if host is not None else {}
+        pods_state.add_metric(
+            [pod.name, pod.namespace, _owner(pod.obj, pod.namespace), pod.node_name or NA,
+             labels.get(L.PROVISIONER_NAME, NA), labels.get(L.ZONE, NA), labels.get(L.ARCH, NA),
+             labels.get(L.CAPACITY_TYPE, NA), labels.get(L.INSTANCE_TYPE, NA), pod.phase or NA],
+            1.0,
+        )  # fmt: skip
+    return [allocatable, pod_requests, daemon_requests, overhead, price, pods_state, *_provisioner_families(snapshot)]
+
+
+def _provisioner_families(snapshot: Snapshot) -> list[GaugeMetricFamily]:
+    labels = ["resource_type", "provisioner"]
+    usage = GaugeMetricFamily("karpenter_provisioner_usage", "Provisioner usage (status.resources)", labels=labels)
+    limit = GaugeMetricFamily("karpenter_provisioner_limit", "Provisioner limits (spec.limits)", labels=labels)
+    pct = GaugeMetricFamily("karpenter_provisioner_usage_pct", "Provisioner usage over limit, percent", labels=labels)
+    for name, view in sorted(snapshot.provisioners.items()):
+        used = view.status_resources
+        for resource, amount in sorted(used.items()):
+            usage.add_metric([resource, name], _value(resource, amount))
+        limits = _limits(view.provisioner.limits if view.provisioner is not None else {})
+        for resource, amount in sorted(limits.items()):
+            limit.add_metric([resource, name], _value(resource, amount))
+            if amount > 0:
+                pct.add_metric([resource, name], 100.0 * used.get(resource, 0) / amount)
+    return [usage, limit, pct]
+
+
+def _limits(raw: Mapping[str, str]) -> dict[str, int]:
+    try:
+        return parse_resources(raw)
+    except QuantityError:  # validation rejects these; a stale object has no limits to report
+        return {}
+
+
+class CapacityCollector(Collector):
+    """Registered once per controller process; reads a fresh snapshot on every scrape."""
+
+    def __init__(self, snapshot: Callable[[], Snapshot], prices: Callable[[], Mapping[PriceKey, float]]) -> None:
+        self._snapshot, self._prices = snapshot, prices
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield from metric_families(self._snapshot(), self._prices())

@@ -1,0 +1,151 @@
+"""What would happen to each node now: the dashboard's "why (not) this node" answer.
+
+Pure. `node_outlooks()` reads one deprovisioning `Snapshot`, the last pass's `Decision`, the
+command in progress and the last consolidation pass's per-node reasons, and gives every owned
+node one `Outlook`: a `verdict` and a sentence. It reuses the strategies' own predicates
+(`new_candidate`, `blocked_reason`, `is_expired`, `empty_past_ttl`, `consolidation_blocker`), so
+the page says what the controller would do, not a second opinion. Neighbours: `decide.py` (the
+decision it explains), `controller/insight.py` (serves it over HTTP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from controller.apis import labels as L
+from controller.deprovisioning.candidates import Candidate, blocked_reason, expiration_time, new_candidate
+from controller.deprovisioning.commands import Command
+from controller.deprovisioning.consolidation import consolidation_blocker
+from controller.deprovisioning.decide import Decision
+from controller.deprovisioning.emptiness import empty_past_ttl, parse_timestamp
+from controller.deprovisioning.expiration import is_expired
+from controller.deprovisioning.types import NodeInfo, Snapshot
+
+DELETING = "deleting"  # being deleted or replaced now
+EXPIRE = "expire"  # expired: will be replaced
+EMPTY = "empty"  # empty: will be deleted when the emptiness TTL passes
+CONSOLIDATE = "consolidate"  # chosen by consolidation, waiting for validation
+BLOCKED = "blocked"  # would be disrupted, but a pod or PDB blocks it
+KEPT = "kept"  # stays: the reason says why
+NOT_CANDIDATE = "not-candidate"  # not eligible for any disruption yet
+
+
+@dataclass(frozen=True, slots=True)
+class Outlook:
+    verdict: str
+    reason: str
+    expires: str = ""  # RFC 3339, when the provisioner has ttlSecondsUntilExpired
+
+    def to_json(self) -> dict[str, str]:
+        out = {"verdict": self.verdict, "reason": self.reason}
+        if self.expires:
+            out["expires"] = self.expires
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What the controller holds between passes: the pending command and the one executing."""
+
+    pending: Command | None = None
+    pending_until: datetime | None = None
+    executing: Command | None = None
+
+
+def _iso(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _not_candidate_reason(node: NodeInfo, snapshot: Snapshot) -> str:
+    labels = node.labels
+    prov_name = labels.get(L.PROVISIONER_NAME, "")
+    if prov_name not in snapshot.provisioners:
+        return f"provisioner {prov_name} is missing or invalid"
+    if not labels.get(L.CAPACITY_TYPE) or not labels.get(L.ZONE):
+        return "the node lacks its capacity-type or zone label"
+    types = snapshot.provisioners[prov_name].instance_types
+    if not any(it.name == labels.get(L.INSTANCE_TYPE) for it in types):
+        return f"instance type {labels.get(L.INSTANCE_TYPE)} is no longer offered to provisioner {prov_name}"
+    if node.nominated:
+        return "nominated for pending pods"
+    if not node.state.initialized:
+        return "not initialized yet (waiting for Ready)"
+    return "not eligible for disruption"
+
+
+def _in(cmd: Command | None, name: str) -> bool:
+    return cmd is not None and name in cmd.node_names
+
+
+def node_outlook(
+    node: NodeInfo, snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]
+) -> Outlook:
+    """One node's outlook (see the module docstring); the checks follow the strategies' order."""
+    if node.deleting:
+        return Outlook(DELETING, "being deleted: its pods are drained, then the instance is terminated")
+    if _in(progress.executing, node.name):
+        assert progress.executing is not None
+        return Outlook(DELETING, f"being removed by {progress.executing.reason}: {progress.executing}")
+    if node.marked_for_deletion:
+        return Outlook(DELETING, "marked for deletion")
+    cand = new_candidate(node, snapshot)
+    if cand is None:
+        return Outlook(NOT_CANDIDATE, _not_candidate_reason(node, snapshot))
+    expires = expiration_time(cand)
+    found = _disruption(cand, snapshot, progress, unconsolidatable)
+    return Outlook(found.verdict, found.reason, _iso(expires) if expires else "")
+
+
+def _disruption(
+    cand: Candidate, snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]
+) -> Outlook:
+    now, blocked = snapshot.now, blocked_reason(cand, snapshot)
+    if is_expired(cand, now):
+        if blocked:
+            return Outlook(BLOCKED, f"expired, but it cannot be disrupted: {blocked}")
+        return Outlook(EXPIRE, "expired (ttlSecondsUntilExpired): it will be replaced")
+    ttl = cand.provisioner.provisioner.ttl_seconds_after_empty
+    stamp = cand.node.annotations.get(L.EMPTINESS_TIMESTAMP)
+    if ttl is not None and not cand.pods and stamp is not None:
+        if empty_past_ttl(cand, now):
+            return Outlook(EMPTY, "empty for longer than ttlSecondsAfterEmpty: it will be deleted")
+        since = parse_timestamp(stamp)
+        if since is not None:
+            return Outlook(EMPTY, f"empty since {_iso(since)}: deleted at {_iso(since + timedelta(seconds=ttl))}")
+    if _in(progress.pending, cand.name):
+        assert progress.pending is not None
+        until = f" at {_iso(progress.pending_until)}" if progress.pending_until else ""
+        action = progress.pending.action.value
+        return Outlook(CONSOLIDATE, f"consolidation ({action}) chosen; validation wait ends{until}, then re-checked")
+    why_not = consolidation_blocker(cand.node, snapshot)
+    if why_not is not None:
+        return Outlook(KEPT, f"not consolidated: {why_not}")
+    if blocked:
+        return Outlook(BLOCKED, f"cannot be disrupted: {blocked}")
+    if cand.name in unconsolidatable:
+        return Outlook(KEPT, f"not consolidated: {unconsolidatable[cand.name]}")
+    if snapshot.consolidated:
+        return Outlook(KEPT, "not consolidated: the last consolidation pass found no cheaper placement")
+    return Outlook(KEPT, "not consolidated: no cheaper placement found yet")
+
+
+def node_outlooks(
+    snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]
+) -> dict[str, Outlook]:
+    """Every owned node's outlook, by node name."""
+    return {n.name: node_outlook(n, snapshot, progress, unconsolidatable) for n in snapshot.nodes}
+
+
+def progress_of(decision: Decision | None, executing: Command | None, wait_seconds: float) -> Progress:
+    """The controller's `Progress` from its last decision and the command it is executing."""
+    if decision is None or decision.pending is None:
+        return Progress(executing=executing)
+    pending = decision.pending
+    return Progress(pending.command, pending.since + timedelta(seconds=wait_seconds), executing)
+
+
+def unconsolidatable_reasons(decision: Decision) -> dict[str, str]:
+    """Per-node reasons a consolidation pass gave for leaving nodes alone."""
+    return {e.node: e.message for e in decision.events if e.reason == "Unconsolidatable"}

@@ -1,0 +1,95 @@
+"""The controller's answers to the dashboard: node prices and outlooks, why pods are pending.
+
+`Insight` reads cluster state, the cloud provider's catalogue (for prices), the decision log and
+the deprovisioning controller; the HTTP server (`httpserver.py`) serves its answers read-only:
+
+- `nodes()` → `GET /api/v1/nodes`: per owned node, its hourly price and what would happen to it
+  now (`deprovisioning/outlook.py`);
+- `pending()` → `GET /api/v1/pods/pending`: per pending pod, the scheduler's last reason
+  (the provisioning controller's `unschedulable`/`ignored` decision) and when it was given.
+
+`prices()` is shared with the capacity metrics (`capacity.py`). Prices come from the catalogue,
+read at most once a minute.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controller.apis import labels as L
+from controller.clock import Clock, format_timestamp
+from controller.cloudprovider.base import CloudProvider
+from controller.decisions import DecisionLog
+from controller.deprovisioning.outlook import Outlook
+from controller.state.cluster import ClusterState
+from controller.state.snapshot import NodeView
+
+log = logging.getLogger(__name__)
+
+PRICE_REFRESH_SECONDS = 60.0
+PriceKey = tuple[str, str, str]  # instance type, zone, capacity type
+
+
+def node_price(node: NodeView, prices: Mapping[PriceKey, float]) -> float | None:
+    key = (node.labels.get(L.INSTANCE_TYPE, ""), node.labels.get(L.ZONE, ""), node.labels.get(L.CAPACITY_TYPE, ""))
+    return prices.get(key)
+
+
+class Insight:
+    def __init__(
+        self,
+        state: ClusterState,
+        cloud: CloudProvider,
+        decisions: DecisionLog,
+        clock: Clock,
+        outlooks: Callable[[], Mapping[str, Outlook]] | None = None,
+    ) -> None:
+        self._state, self._cloud, self._decisions, self._clock = state, cloud, decisions, clock
+        self._outlooks = outlooks
+        self._lock = threading.Lock()
+        self._prices: dict[PriceKey, float] = {}
+        self._prices_at = float("-inf")
+
+    def prices(self) -> dict[PriceKey, float]:
+        """(instance type, zone, capacity type) → hourly price, from the catalogue (cached a minute)."""
+        now = self._clock.now()
+        with self._lock:
+            if now - self._prices_at < PRICE_REFRESH_SECONDS:
+                return self._prices
+        prices: dict[PriceKey, float] = {}
+        for it in self._cloud.get_instance_types():
+            for o in it.offerings:
+                prices[(it.name, o.zone, o.capacity_type)] = o.price
+        with self._lock:
+            self._prices, self._prices_at = prices, now
+        return prices
+
+    def nodes(self) -> dict[str, Any]:
+        snap = self._state.snapshot()
+        prices = self.prices()
+        outlooks = self._outlooks() if self._outlooks is not None and snap.synced else {}
+        out: dict[str, Any] = {}
+        for name, node in sorted(snap.nodes.items()):
+            if not node.owned:
+                continue
+            entry: dict[str, Any] = {"pricePerHour": node_price(node, prices), "inFlight": node.in_flight}
+            if name in outlooks:
+                entry["outlook"] = outlooks[name].to_json()
+            out[name] = entry
+        return {"synced": snap.synced, "time": format_timestamp(snap.now), "nodes": out}
+
+    def pending(self) -> dict[str, Any]:
+        snap = self._state.snapshot()
+        pods: dict[str, Any] = {}
+        for pod in snap.pending_pods():
+            entry: dict[str, Any] = {"reason": "", "action": "", "time": ""}
+            if pod.request is not None and pod.request.ignore_reason:
+                entry.update(action="ignored", reason=pod.request.ignore_reason)
+            decision = self._decisions.latest(f"pod/{pod.key}")
+            if decision is not None:
+                entry.update(action=decision.action, reason=decision.reason, time=format_timestamp(decision.time))
+            pods[pod.key] = entry
+        return {"synced": snap.synced, "time": format_timestamp(snap.now), "pods": pods}
