@@ -29,7 +29,8 @@ def _webapp(args: argparse.Namespace) -> int:
     from webapp.settings import WebappSettings
 
     settings = WebappSettings.from_env(
-        host=args.host, port=args.port, cert_dir=args.cert_dir, workers=args.workers, kubeconfig=args.kubeconfig
+        host=args.host, port=args.port, cert_dir=args.cert_dir, workers=args.workers, kubeconfig=args.kubeconfig,
+        controller_url=args.controller_url,
     )
     serve(settings)
     return 0
@@ -47,12 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--days", type=int, default=365)
     gen.set_defaults(func=_certs)
 
-    web = sub.add_parser("webapp", help="serve the admission webhooks (TLS)")
+    web = sub.add_parser("webapp", help="serve the admission webhooks (TLS) and the read-only dashboard")
     web.add_argument("--cert-dir", help="directory with tls.crt and tls.key (TLS is off without it)")
     web.add_argument("--port", type=int, help="port (default 8443, env KARPY_WEBAPP_PORT)")
     web.add_argument("--host", help="address to bind (default 0.0.0.0, env KARPY_WEBAPP_HOST)")
     web.add_argument("--workers", type=int, help="gunicorn workers (default 2)")
-    web.add_argument("--kubeconfig", help="kubeconfig (accepted; the webhooks need no cluster access)")
+    web.add_argument("--kubeconfig", help="kubeconfig the dashboard reads the cluster with (default: in-cluster)")
+    web.add_argument(
+        "--controller-url", help="the controller's HTTP API for the dashboard (env KARPY_WEBAPP_CONTROLLER_URL)"
+    )
     web.set_defaults(func=_webapp)
 
     cluster_cli.register(sub)

@@ -20,7 +20,15 @@ class WebappSettings:
     cert_dir: str | None = None
     workers: int = 2
     kubeconfig: str | None = None
+    in_cluster: bool = False  # running in a pod: read the cluster through the service account
+    controller_url: str | None = None  # the controller's HTTP API, e.g. http://karpy-controller:8080
+    templates_dir: str | None = None  # the dashboard's templates/ (default: found beside the package)
     max_body_bytes: int = MAX_BODY_BYTES
+
+    @property
+    def reads_cluster(self) -> bool:
+        """The dashboard reads the kube API only when told where it is."""
+        return bool(self.kubeconfig) or self.in_cluster
 
     @staticmethod
     def from_env(**overrides: object) -> WebappSettings:
@@ -32,6 +40,9 @@ class WebappSettings:
             "cert_dir": env.get("KARPY_WEBAPP_CERT_DIR"),
             "workers": int(env.get("KARPY_WEBAPP_WORKERS", WebappSettings.workers)),
             "kubeconfig": env.get("KUBECONFIG"),
+            "in_cluster": bool(env.get("KUBERNETES_SERVICE_HOST")),
+            "controller_url": env.get("KARPY_WEBAPP_CONTROLLER_URL"),
+            "templates_dir": env.get("KARPY_WEBAPP_TEMPLATES_DIR"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return WebappSettings(**values)  # type: ignore[arg-type]

@@ -1,0 +1,48 @@
+"""A dashboard `Source` over a `ClusterState` fed with plain objects, and canned controller answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.clock import FakeClock
+from controller.kube.resources import WATCHED
+from controller.state.cluster import ClusterState
+from tests.fakes.objects import Obj
+from webapp.dashboard.source import ControllerAnswers, Inputs, Sample
+
+NOW = 1_704_067_500.0  # 2024-01-01T00:05:00Z, five minutes after the builders' creationTimestamp
+
+
+@dataclass
+class FakeSource:
+    """`Source` for tests: the cluster is `objects`, the controller says `answers`."""
+
+    objects: Mapping[str, Sequence[Obj]]
+    answers: ControllerAnswers = field(default_factory=ControllerAnswers)
+    history: tuple[Sample, ...] = ()
+    problem: str = ""
+    reads: int = 0
+
+    def read(self) -> Inputs:
+        self.reads += 1
+        state = ClusterState(FakeClock(NOW))
+        for kind in WATCHED:
+            state.replace(kind.name, list(self.objects.get(kind.name, ())))
+        return Inputs(state.snapshot(), self.answers, self.history, self.problem)
+
+
+def answers(
+    prices: Mapping[str, float] | None = None,
+    outlooks: Mapping[str, Mapping[str, str]] | None = None,
+    pending: Mapping[str, str] | None = None,
+    decisions: Sequence[Mapping[str, Any]] = (),
+) -> ControllerAnswers:
+    nodes: dict[str, dict[str, Any]] = {}
+    for name, price in (prices or {}).items():
+        nodes.setdefault(name, {})["pricePerHour"] = price
+    for name, outlook in (outlooks or {}).items():
+        nodes.setdefault(name, {})["outlook"] = dict(outlook)
+    reasons = {k: {"reason": v, "action": "unschedulable", "time": "2024-01-01T00:04:00Z"} for k, v in (pending or {}).items()}
+    return ControllerAnswers("", nodes, reasons, tuple(decisions))

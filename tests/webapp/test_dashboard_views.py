@@ -1,0 +1,173 @@
+"""The dashboard's pages and JSON API through Flask's test client: what a user sees, and safety."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from flask.testing import FlaskClient
+
+from controller.apis import labels as L
+from tests.fakes.objects import make_node, make_pdb, make_pod, make_provisioner
+from tests.webapp.dashboard.builders import FakeSource, answers
+from webapp import create_app
+
+XSS = "<script>alert(1)</script>"
+PAGES = ["/", "/nodes", "/nodes/n1", "/provisioners", "/provisioners/default", "/pods/pending", "/decisions"]
+APIS = ["/api/v1/overview", "/api/v1/nodes", "/api/v1/nodes/n1", "/api/v1/provisioners",
+        "/api/v1/provisioners/default", "/api/v1/pods/pending", "/api/v1/decisions"]  # fmt: skip
+
+
+def cluster() -> FakeSource:
+    secret_pod = make_pod("web-1", node="n1", cpu="1", memory="1Gi")
+    secret_pod["spec"]["containers"][0]["env"] = [{"name": "DB_PASSWORD", "value": "hunter2"}]
+    secret_pod["spec"]["containers"][0]["args"] = ["--token=s3cr3t-arg"]
+    objects = {
+        "nodes": [
+            make_node("n1", labels={"team": XSS}),
+            make_node("n2", instance_type="c5.large", labels={L.CAPACITY_TYPE: "spot", L.ZONE: "us-west-2b"}),
+            make_node("static-1", provisioner=None, instance_type="m5.xlarge"),
+        ],
+        "pods": [
+            secret_pod,
+            make_pod("guarded", node="n2", annotations={L.DO_NOT_EVICT: "true"}),
+            make_pod("big-1", cpu="64"),
+            make_pod("big-2", cpu="64"),
+        ],
+        "provisioners": [make_provisioner("default", limits={"resources": {"cpu": "4"}}), make_provisioner("gpu")],
+        "poddisruptionbudgets": [make_pdb("pdb", {"app": "web"})],
+    }
+    reply = answers(
+        prices={"n1": 0.096, "n2": 0.035},
+        outlooks={"n2": {"verdict": "blocked", "reason": "cannot be disrupted: pod default/guarded has do not evict annotation"}},
+        pending={"default/big-1": "provisioner 'default' limits would be exceeded (cpu: 0 of 4 left); no instance type in provisioner 'gpu' has 64 cpu",
+                 "default/big-2": "provisioner 'default' limits would be exceeded (cpu: 0 of 4 left)"},
+        decisions=[{"controller": "provisioning", "action": "launched", "subject": "node/n1", "reason": "pods did not fit",
+                    "pods": ["default/web-1"], "price": 0.096, "instance_type": "m5.large", "time": "2024-01-01T00:01:00Z"}],
+    )  # fmt: skip
+    return FakeSource(objects, reply)
+
+
+@pytest.fixture
+def client() -> FlaskClient:
+    return create_app(dashboard_source=cluster()).test_client()
+
+
+@pytest.mark.parametrize("path", PAGES + APIS)
+def test_every_page_and_api_answers(client: FlaskClient, path: str) -> None:
+    resp = client.get(path)
+    assert resp.status_code == 200, resp.get_data(as_text=True)[:500]
+
+
+@pytest.mark.parametrize("path", PAGES + APIS)
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+def test_nothing_writes(client: FlaskClient, path: str, method: str) -> None:
+    assert client.open(path, method=method).status_code == 405
+
+
+def test_csp_forbids_inline_scripts_and_pages_have_none(client: FlaskClient) -> None:
+    for path in PAGES:
+        resp = client.get(path)
+        csp = resp.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        html = resp.get_data(as_text=True)
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html), path
+        assert not re.search(r"\son[a-z]+=", html), path  # no inline event handlers
+
+
+def test_values_are_escaped(client: FlaskClient) -> None:
+    html = client.get("/nodes/n1").get_data(as_text=True)
+    assert XSS not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_no_env_args_or_secrets_are_shown(client: FlaskClient) -> None:
+    for path in PAGES + APIS:
+        text = client.get(path).get_data(as_text=True)
+        for secret in ("hunter2", "DB_PASSWORD", "s3cr3t-arg"):
+            assert secret not in text, path
+
+
+def test_overview_figures(client: FlaskClient) -> None:
+    data = client.get("/api/v1/overview").get_json()["data"]
+    assert data["costPerHour"] == pytest.approx(0.131)
+    assert data["costPerMonth"] == pytest.approx(0.131 * 730, abs=0.01)
+    assert data["nodes"] == 3 and data["managedNodes"] == 2 and data["pendingPods"] == 2
+    assert {g["key"]: g["nodes"] for g in data["byCapacityType"]} == {"on-demand": 2, "spot": 1}
+    assert data["packing"]["cpu"]["requested"] == pytest.approx(1.5)
+    assert data["packing"]["cpu"]["allocatable"] == pytest.approx(6.0)
+    assert data["decisions"][0]["subject"] == "node/n1"
+    html = client.get("/").get_data(as_text=True)
+    assert "$0.1310" in html and "$95.63/month" in html
+
+
+def test_nodes_sort_filter_and_unmanaged_apart(client: FlaskClient) -> None:
+    data = client.get("/api/v1/nodes?sort=pricePerHour&order=desc").get_json()["data"]
+    assert [r["name"] for r in data["managed"]] == ["n1", "n2"]
+    assert [r["name"] for r in data["unmanaged"]] == ["static-1"]
+    data = client.get("/api/v1/nodes?capacityType=spot").get_json()["data"]
+    assert [r["name"] for r in data["managed"]] == ["n2"] and data["unmanaged"] == []
+    data = client.get("/api/v1/nodes?label=team").get_json()["data"]
+    assert [r["name"] for r in data["managed"]] == ["n1"]
+    data = client.get("/api/v1/nodes?q=c5").get_json()["data"]
+    assert [r["name"] for r in data["managed"]] == ["n2"]
+
+
+@pytest.mark.parametrize("query", ["sort=nope", "order=sideways"])
+def test_bad_queries_get_a_clear_400(client: FlaskClient, query: str) -> None:
+    resp = client.get(f"/api/v1/nodes?{query}")
+    assert resp.status_code == 400 and resp.get_json()["error"]
+    page = client.get(f"/nodes?{query}")
+    assert page.status_code == 400 and "text/html" in page.content_type
+
+
+def test_unknown_node_and_provisioner_are_404(client: FlaskClient) -> None:
+    for path in ("/nodes/nope", "/provisioners/nope", "/api/v1/nodes/nope", "/api/v1/provisioners/nope"):
+        assert client.get(path).status_code == 404
+
+
+def test_node_detail_says_what_would_happen(client: FlaskClient) -> None:
+    data = client.get("/api/v1/nodes/n2").get_json()["data"]
+    assert data["outlook"]["verdict"] == "blocked"
+    assert [p["name"] for p in data["podList"]] == ["guarded"] and data["podList"][0]["doNotEvict"]
+    html = client.get("/nodes/n2").get_data(as_text=True)
+    assert "do not evict annotation" in html
+
+
+def test_provisioner_limits_and_limit_blocking(client: FlaskClient) -> None:
+    rows = {p["name"]: p for p in client.get("/api/v1/provisioners").get_json()["data"]["provisioners"]}
+    cpu = rows["default"]["limits"][0]
+    assert (cpu["resource"], cpu["used"], cpu["limit"], cpu["full"]) == ("cpu", "4", "4", True)
+    assert rows["default"]["limitBlocking"] == ["default/big-1", "default/big-2"]
+    assert rows["gpu"]["limitBlocking"] == [] and rows["gpu"]["limits"] == []
+    assert "limit keeps 2 pod(s) pending" in client.get("/provisioners").get_data(as_text=True)
+
+
+def test_pending_pods_grouped_with_reasons(client: FlaskClient) -> None:
+    data = client.get("/api/v1/pods/pending").get_json()["data"]
+    assert data["count"] == 2
+    (group,) = data["groups"]
+    assert group["owner"] == "ReplicaSet/owner"
+    first = group["pods"][0]
+    assert "limits would be exceeded" in first["reason"]
+    considered = {c["provisioner"]: c["rejected"] for c in first["provisioners"]}
+    assert considered["gpu"] == "no instance type in provisioner 'gpu' has 64 cpu"
+    assert "limits would be exceeded" in considered["default"]
+
+
+def test_controller_unreachable_is_said_plainly() -> None:
+    source = cluster()
+    source.answers = answers()
+    source.answers = type(source.answers)(error="the controller at http://x:1 is unreachable (MaxRetryError)")
+    client = create_app(dashboard_source=source).test_client()
+    html = client.get("/").get_data(as_text=True)
+    assert "Controller unreachable" in html and "http://x:1" in html
+    assert client.get("/api/v1/overview").get_json()["status"]["controllerReachable"] is False
+    assert client.get("/api/v1/nodes").get_json()["data"]["total"] == 3
+
+
+def test_without_a_cluster_the_dashboard_says_so() -> None:
+    client = create_app().test_client()
+    html = client.get("/").get_data(as_text=True)
+    assert "no Kubernetes API is configured" in html
+    assert "no controller URL is configured" in html

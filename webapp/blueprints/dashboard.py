@@ -1,0 +1,118 @@
+"""The dashboard's HTML pages (GET only; every other method answers 405).
+
+Thin: read one `Inputs` from the app's dashboard source, build the page's data with the pure
+modules in `webapp/dashboard/`, render the template of the same name. The JSON API
+(`api.py`) returns the very same data. Templates extend `base.html`; autoescape stays on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, current_app, render_template, request
+
+from webapp.dashboard import common
+from webapp.dashboard.nodes import COLUMNS, QueryError, node_page, nodes_page
+from webapp.dashboard.overview import decisions_page, overview_page
+from webapp.dashboard.pending import pending_page
+from webapp.dashboard.provisioners import provisioner_page, provisioners_page
+from webapp.dashboard.source import Inputs, Source
+
+bp = Blueprint("dashboard", __name__)
+
+
+def read() -> Inputs:
+    source: Source = current_app.extensions["karpy_dashboard"]
+    return source.read()
+
+
+def status(inputs: Inputs) -> dict[str, Any]:
+    """What every page says about its sources: the controller reachable or not, the cluster synced or not."""
+    return {
+        "time": common.iso(inputs.snapshot.now),
+        "synced": inputs.snapshot.synced,
+        "problem": inputs.problem,
+        "controllerReachable": not inputs.controller.error,
+        "controllerError": inputs.controller.error,
+    }
+
+
+def args() -> dict[str, str]:
+    return {k: v for k, v in request.args.items()}
+
+
+@bp.app_template_filter("cpu")
+def _cpu(value: float) -> str:
+    return common.fmt_cpu(value)
+
+
+@bp.app_template_filter("bytes")
+def _bytes(value: float) -> str:
+    return common.fmt_bytes(value)
+
+
+@bp.app_template_filter("duration")
+def _duration(value: float) -> str:
+    return common.fmt_duration(value)
+
+
+@bp.app_template_filter("price")
+def _price(value: float | None) -> str:
+    return common.fmt_price(value)
+
+
+@bp.app_template_filter("pct")
+def _pct(value: float) -> str:
+    return f"{value * 100:.0f}%"
+
+
+@bp.get("/")
+def overview() -> str:
+    inputs = read()
+    return render_template("overview.html", page=overview_page(inputs), status=status(inputs), nav="overview")
+
+
+@bp.get("/nodes")
+def nodes() -> tuple[str, int] | str:
+    inputs = read()
+    try:
+        page = nodes_page(inputs, args())
+    except QueryError as err:
+        abort(400, description=str(err))
+    return render_template("nodes.html", page=page, columns=COLUMNS, status=status(inputs), nav="nodes")
+
+
+@bp.get("/nodes/<name>")
+def node(name: str) -> str:
+    inputs = read()
+    page = node_page(inputs, name)
+    if page is None:
+        abort(404, description=f"node {name} not found")
+    return render_template("node.html", node=page, status=status(inputs), nav="nodes")
+
+
+@bp.get("/provisioners")
+def provisioners() -> str:
+    inputs = read()
+    return render_template("provisioners.html", page=provisioners_page(inputs), status=status(inputs), nav="provisioners")
+
+
+@bp.get("/provisioners/<name>")
+def provisioner(name: str) -> str:
+    inputs = read()
+    page = provisioner_page(inputs, name)
+    if page is None:
+        abort(404, description=f"provisioner {name} not found")
+    return render_template("provisioner.html", p=page, status=status(inputs), nav="provisioners")
+
+
+@bp.get("/pods/pending")
+def pending() -> str:
+    inputs = read()
+    return render_template("pending.html", page=pending_page(inputs), status=status(inputs), nav="pending")
+
+
+@bp.get("/decisions")
+def decisions() -> str:
+    inputs = read()
+    return render_template("decisions.html", page=decisions_page(inputs, args()), status=status(inputs), nav="decisions")

@@ -1,0 +1,108 @@
+"""The provisioners pages' data (pure): spec, limits against usage, nodes and cost.
+
+Usage is the capacity of the provisioner's nodes not marked for deletion (what the limit
+counter counts). A limit is `warn` at 80 % and `full` at 100 %; the provisioner is flagged
+`limitBlocking` when the controller's reason for a pending pod says this provisioner's limits
+would be exceeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controller.scheduling.quantity import QuantityError
+from controller.scheduling.resources import format_resource, parse_resources
+from controller.state.snapshot import ProvisionerView
+from webapp.dashboard.common import node_row
+from webapp.dashboard.source import Inputs
+
+WARN_FRACTION = 0.8
+LIMIT_CLAUSE = "limits would be exceeded"
+
+
+def names_in(clause: str) -> list[str]:
+    """Provisioner names a reason clause quotes: "provisioner 'a'" / "provisioners 'a', 'b'"."""
+    parts = clause.split("'")
+    return [parts[i] for i in range(1, len(parts), 2)]
+
+
+def rejection(reason: str, provisioner: str) -> str:
+    """The clause of a scheduler reason that names `provisioner` ("" when none does)."""
+    for clause in reason.split("; "):
+        if provisioner in names_in(clause):
+            return clause
+    return ""
+
+
+def limit_blocked_pods(inputs: Inputs, provisioner: str) -> list[str]:
+    out = []
+    for key, entry in sorted(inputs.controller.pending.items()):
+        clause = rejection(str(entry.get("reason") or ""), provisioner)
+        if LIMIT_CLAUSE in clause:
+            out.append(key)
+    return out
+
+
+def _limits(view: ProvisionerView, used: Mapping[str, int]) -> list[dict[str, Any]]:
+    if view.provisioner is None:
+        return []
+    try:
+        limits = parse_resources(view.provisioner.limits)
+    except QuantityError:
+        return []
+    out = []
+    for resource, limit in sorted(limits.items()):
+        amount = used.get(resource, 0)
+        fraction = amount / limit if limit > 0 else 1.0
+        out.append({
+            "resource": resource,
+            "limit": format_resource(resource, limit),
+            "used": format_resource(resource, amount),
+            "fraction": round(fraction, 4),
+            "warn": fraction >= WARN_FRACTION,
+            "full": fraction >= 1.0,
+        })  # fmt: skip
+    return out
+
+
+def provisioner_row(inputs: Inputs, view: ProvisionerView) -> dict[str, Any]:
+    snap = inputs.snapshot
+    nodes = [n for n in snap.nodes.values() if n.provisioner == view.name]
+    rows = [node_row(n, inputs.controller, snap.now) for n in nodes]
+    p = view.provisioner
+    limits = _limits(view, snap.provisioner_usage(view.name))
+    blocked = limit_blocked_pods(inputs, view.name)
+    return {
+        "name": view.name,
+        "error": view.error,
+        "deleting": view.deleting,
+        "weight": p.weight if p else None,
+        "requirements": [
+            f"{r['key']} {r['operator']} {', '.join(r.get('values') or [])}".rstrip() for r in (p.requirements if p else ())
+        ],
+        "taints": [str(t) for t in p.taints] if p else [],
+        "startupTaints": [str(t) for t in p.startup_taints] if p else [],
+        "labels": dict(p.labels) if p else {},
+        "ttlSecondsAfterEmpty": p.ttl_seconds_after_empty if p else None,
+        "ttlSecondsUntilExpired": p.ttl_seconds_until_expired if p else None,
+        "consolidation": bool(p and p.consolidation_enabled),
+        "limits": limits,
+        "atLimit": any(lim["full"] for lim in limits),
+        "limitBlocking": blocked,
+        "nodes": len(rows),
+        "costPerHour": round(sum(r["pricePerHour"] or 0.0 for r in rows), 6),
+        "nodeRows": sorted(rows, key=lambda r: r["name"]),
+    }
+
+
+def provisioners_page(inputs: Inputs) -> dict[str, Any]:
+    rows = [provisioner_row(inputs, v) for _, v in sorted(inputs.snapshot.provisioners.items())]
+    for row in rows:
+        del row["nodeRows"]
+    return {"provisioners": rows}
+
+
+def provisioner_page(inputs: Inputs, name: str) -> dict[str, Any] | None:
+    view = inputs.snapshot.provisioners.get(name)
+    return provisioner_row(inputs, view) if view is not None else None
