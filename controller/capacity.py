@@ -2,10 +2,10 @@
 
 A prometheus_client custom collector: each scrape reads one snapshot and yields
 `karpenter_pods_state`, `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
-`karpenter_nodes_total_daemon_requests`, `karpenter_nodes_system_overhead`,
-`karpenter_provisioner_usage`, `karpenter_provisioner_limit`, `karpenter_provisioner_usage_pct`
-and karpy's `karpy_nodes_price_per_hour` — so Karpenter's Grafana capacity dashboard reads
-karpy unchanged. Node series carry Karpenter's label columns: `node_name`, `provisioner`,
+`karpenter_nodes_total_daemon_requests`, `karpenter_nodes_system_overhead` and karpy's
+`karpy_nodes_price_per_hour` — with the provisioner usage/limit gauges the limit counter
+(`provisioning/counter.py`) sets, Karpenter's Grafana capacity dashboard reads karpy unchanged.
+Node series carry Karpenter's label columns: `node_name`, `provisioner`,
 `phase`, `resource_type` and one column per well-known label, named as Karpenter names them
 (the key's last path segment, lower case, `-` → `_`: `zone`, `instance_type`, `capacity_type`).
 CPU is in cores, memory and storage in bytes. `metric_families(snapshot, prices)` is pure.
@@ -21,8 +21,6 @@ from prometheus_client.registry import Collector
 
 from controller.apis import labels as L
 from controller.insight import PriceKey, node_price
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.resources import parse_resources
 from controller.scheduling.types import CPU, PODS
 from controller.state.snapshot import NodeView, Snapshot
 
@@ -112,31 +110,7 @@ def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> lis
              labels.get(L.CAPACITY_TYPE, NA), labels.get(L.INSTANCE_TYPE, NA), pod.phase or NA],
             1.0,
         )  # fmt: skip
-    return [allocatable, pod_requests, daemon_requests, overhead, price, pods_state, *_provisioner_families(snapshot)]
-
-
-def _provisioner_families(snapshot: Snapshot) -> list[GaugeMetricFamily]:
-    labels = ["resource_type", "provisioner"]
-    usage = GaugeMetricFamily("karpenter_provisioner_usage", "Provisioner usage (status.resources)", labels=labels)
-    limit = GaugeMetricFamily("karpenter_provisioner_limit", "Provisioner limits (spec.limits)", labels=labels)
-    pct = GaugeMetricFamily("karpenter_provisioner_usage_pct", "Provisioner usage over limit, percent", labels=labels)
-    for name, view in sorted(snapshot.provisioners.items()):
-        used = view.status_resources
-        for resource, amount in sorted(used.items()):
-            usage.add_metric([resource, name], _value(resource, amount))
-        limits = _limits(view.provisioner.limits if view.provisioner is not None else {})
-        for resource, amount in sorted(limits.items()):
-            limit.add_metric([resource, name], _value(resource, amount))
-            if amount > 0:
-                pct.add_metric([resource, name], 100.0 * used.get(resource, 0) / amount)
-    return [usage, limit, pct]
-
-
-def _limits(raw: Mapping[str, str]) -> dict[str, int]:
-    try:
-        return parse_resources(raw)
-    except QuantityError:  # validation rejects these; a stale object has no limits to report
-        return {}
+    return [allocatable, pod_requests, daemon_requests, overhead, price, pods_state]
 
 
 class CapacityCollector(Collector):

@@ -131,9 +131,7 @@ def _disruption(
     return Outlook(KEPT, "not consolidated: no cheaper placement found yet")
 
 
-def node_outlooks(
-    snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]
-) -> dict[str, Outlook]:
+def node_outlooks(snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]) -> dict[str, Outlook]:
     """Every owned node's outlook, by node name."""
     return {n.name: node_outlook(n, snapshot, progress, unconsolidatable) for n in snapshot.nodes}
 

@@ -37,14 +37,20 @@ def cluster() -> FakeSource:
         "provisioners": [make_provisioner("default", limits={"resources": {"cpu": "4"}}), make_provisioner("gpu")],
         "poddisruptionbudgets": [make_pdb("pdb", {"app": "web"})],
     }
+    limit = "provisioner 'default' limits would be exceeded (cpu: 0 of 4 left)"
+    launched = {
+        "controller": "provisioning", "action": "launched", "subject": "node/n1", "reason": "pods did not fit",
+        "pods": ["default/web-1"], "price": 0.096, "instance_type": "m5.large", "time": "2024-01-01T00:01:00Z",
+    }  # fmt: skip
     reply = answers(
         prices={"n1": 0.096, "n2": 0.035},
-        outlooks={"n2": {"verdict": "blocked", "reason": "cannot be disrupted: pod default/guarded has do not evict annotation"}},
-        pending={"default/big-1": "provisioner 'default' limits would be exceeded (cpu: 0 of 4 left); no instance type in provisioner 'gpu' has 64 cpu",
-                 "default/big-2": "provisioner 'default' limits would be exceeded (cpu: 0 of 4 left)"},
-        decisions=[{"controller": "provisioning", "action": "launched", "subject": "node/n1", "reason": "pods did not fit",
-                    "pods": ["default/web-1"], "price": 0.096, "instance_type": "m5.large", "time": "2024-01-01T00:01:00Z"}],
-    )  # fmt: skip
+        outlooks={"n2": {"verdict": "blocked", "reason": "cannot be disrupted: pod default/guarded has do not evict"}},
+        pending={
+            "default/big-1": f"{limit}; no instance type in provisioner 'gpu' has 64 cpu",
+            "default/big-2": limit,
+        },
+        decisions=[launched],
+    )
     return FakeSource(objects, reply)
 
 
@@ -131,7 +137,7 @@ def test_node_detail_says_what_would_happen(client: FlaskClient) -> None:
     assert data["outlook"]["verdict"] == "blocked"
     assert [p["name"] for p in data["podList"]] == ["guarded"] and data["podList"][0]["doNotEvict"]
     html = client.get("/nodes/n2").get_data(as_text=True)
-    assert "do not evict annotation" in html
+    assert "has do not evict" in html
 
 
 def test_provisioner_limits_and_limit_blocking(client: FlaskClient) -> None:

@@ -94,7 +94,9 @@ def node(name: str) -> str:
 @bp.get("/provisioners")
 def provisioners() -> str:
     inputs = read()
-    return render_template("provisioners.html", page=provisioners_page(inputs), status=status(inputs), nav="provisioners")
+    return render_template(
+        "provisioners.html", page=provisioners_page(inputs), status=status(inputs), nav="provisioners"
+    )
 
 
 @bp.get("/provisioners/<name>")
@@ -115,4 +117,6 @@ def pending() -> str:
 @bp.get("/decisions")
 def decisions() -> str:
     inputs = read()
-    return render_template("decisions.html", page=decisions_page(inputs, args()), status=status(inputs), nav="decisions")
+    return render_template(
+        "decisions.html", page=decisions_page(inputs, args()), status=status(inputs), nav="decisions"
+    )

@@ -55,9 +55,9 @@ def _matches(row: Mapping[str, Any], args: Mapping[str, str]) -> bool:
         if column in args and str(row[column]) != args[column]:
             return False
     text = args.get("q", "").lower()
-    if text and not any(text in str(row[c]).lower() for c in TEXT_COLUMNS):
-        if text not in str((row["outlook"] or {}).get("reason", "")).lower():
-            return False
+    haystack = [str(row[c]).lower() for c in TEXT_COLUMNS] + [str((row["outlook"] or {}).get("reason", "")).lower()]
+    if text and not any(text in value for value in haystack):
+        return False
     label = args.get("label", "")
     if label:
         key, _, value = label.partition("=")

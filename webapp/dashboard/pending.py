@@ -52,8 +52,5 @@ def pending_page(inputs: Inputs) -> dict[str, Any]:
             "action": str(entry.get("action") or ""),
             "provisioners": _considered(inputs, reason) if reason else [],
         })  # fmt: skip
-    out = [
-        {"namespace": ns, "owner": owner, "pods": pods}
-        for (ns, owner), pods in sorted(groups.items())
-    ]
+    out = [{"namespace": ns, "owner": owner, "pods": pods} for (ns, owner), pods in sorted(groups.items())]
     return {"groups": out, "count": sum(len(g["pods"]) for g in out)}

@@ -66,6 +66,10 @@ def _limits(view: ProvisionerView, used: Mapping[str, int]) -> list[dict[str, An
     return out
 
 
+def _requirement(req: Mapping[str, Any]) -> str:
+    return f"{req['key']} {req['operator']} {', '.join(req.get('values') or [])}".rstrip()
+
+
 def provisioner_row(inputs: Inputs, view: ProvisionerView) -> dict[str, Any]:
     snap = inputs.snapshot
     nodes = [n for n in snap.nodes.values() if n.provisioner == view.name]
@@ -79,7 +83,8 @@ def provisioner_row(inputs: Inputs, view: ProvisionerView) -> dict[str, Any]:
         "deleting": view.deleting,
         "weight": p.weight if p else None,
         "requirements": [
-            f"{r['key']} {r['operator']} {', '.join(r.get('values') or [])}".rstrip() for r in (p.requirements if p else ())
+            f"{r['key']} {r['operator']} {', '.join(r.get('values') or [])}".rstrip()
+            for r in (p.requirements if p else ())
         ],
         "taints": [str(t) for t in p.taints] if p else [],
         "startupTaints": [str(t) for t in p.startup_taints] if p else [],

@@ -63,4 +63,3 @@ class ControllerAPI:
             return json.loads(resp.data)
         except ValueError as err:
             raise ControllerError(f"the controller answered invalid JSON for {path}") from err
-

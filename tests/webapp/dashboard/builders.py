@@ -44,5 +44,7 @@ def answers(
         nodes.setdefault(name, {})["pricePerHour"] = price
     for name, outlook in (outlooks or {}).items():
         nodes.setdefault(name, {})["outlook"] = dict(outlook)
-    reasons = {k: {"reason": v, "action": "unschedulable", "time": "2024-01-01T00:04:00Z"} for k, v in (pending or {}).items()}
+    reasons = {
+        k: {"reason": v, "action": "unschedulable", "time": "2024-01-01T00:04:00Z"} for k, v in (pending or {}).items()
+    }
     return ControllerAnswers("", nodes, reasons, tuple(decisions))

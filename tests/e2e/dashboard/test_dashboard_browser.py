@@ -1,0 +1,150 @@
+"""The dashboard in headless Chromium over the real local control plane, with the controller and
+the simulated cloud running: every page loads, every internal link works without console errors,
+figures match the API and the cluster, a pending pod's reason, a limit-blocked provisioner and a
+node kept by a do-not-evict pod are shown, hostile text renders as text, and the overview is
+captured as a screenshot (also to `$KARPY_SCREENSHOT` when set, for the README).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections import deque
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlparse
+
+import pytest
+
+from controller.apis import labels as L
+from controller.kube.errors import KubeError
+from controller.kube.resources import NODES
+from tests.e2e.controller.conftest import KarpyEnv, wait_for
+from tests.e2e.dashboard.conftest import Dashboard
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(420)]
+
+XSS = "<script>alert(1)</script>"
+MAX_PAGES = 150
+
+
+def _setup(env: KarpyEnv) -> None:
+    env.provisioner("default", consolidation={"enabled": True})
+    # A provisioner whose limit leaves no room for any instance type: its pods stay pending.
+    env.provisioner(
+        "limited", limits={"resources": {"cpu": "1"}}, labels={"pool": "limited"},
+        requirements=[{"key": "team", "operator": "In", "values": ["a", XSS]}],
+    )  # fmt: skip
+    env.deployment("web", 2, cpu="500m", memory="512Mi")
+    env.deployment("guarded", 1, cpu="500m", memory="512Mi", metadata={"annotations": {L.DO_NOT_EVICT: "true"}})
+    env.deployment("capped", 1, cpu="1", memory="1Gi", nodeSelector={"pool": "limited"})
+    env.kube.create(NODES, {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": f"static-{env.namespace}", "labels": {"kwok.x-k8s.io/node": "fake", "role": "static"}},
+    })  # fmt: skip
+
+
+def _cleanup_static(env: KarpyEnv) -> None:
+    with contextlib.suppress(KubeError):
+        env.kube.delete(NODES, f"static-{env.namespace}")
+
+
+def _guarded_node(env: KarpyEnv) -> str:
+    for pod in env.running("guarded"):
+        return str(pod["spec"].get("nodeName") or "")
+    return ""
+
+
+def test_dashboard_in_chromium(dashboard: tuple[KarpyEnv, Dashboard], browser: Any, tmp_path: Path) -> None:
+    env, dash = dashboard
+    _setup(env)
+    try:
+        _run(env, dash, browser, tmp_path)
+    finally:
+        _cleanup_static(env)
+
+
+def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
+    wait_for(lambda: len(env.running("web")) == 2 and _guarded_node(env), 120, "web and guarded pods running")
+    guarded = _guarded_node(env)
+    capped_key = f"{env.namespace}/" + env.pods("capped")[0]["metadata"]["name"]
+
+    def api_ready() -> bool:
+        pending = dash.api("/api/v1/pods/pending")["data"]
+        reasons = [
+            p["reason"] for g in pending["groups"] for p in g["pods"] if f"{g['namespace']}/{p['name']}" == capped_key
+        ]
+        node = dash.api(f"/api/v1/nodes/{guarded}")["data"]
+        outlook = (node.get("outlook") or {}).get("reason", "")
+        return bool(reasons and "limits would be exceeded" in reasons[0] and "do not evict" in outlook)
+
+    wait_for(api_ready, 120, "the controller's reason for the capped pod and the guarded node's outlook", interval=1)
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    page.on("dialog", lambda dialog: (errors.append(f"dialog opened: {dialog.message}"), dialog.dismiss()))
+
+    # Every page loads and every internal link is followed.
+    seen: set[str] = set()
+    queue = deque(["/"])
+    while queue and len(seen) < MAX_PAGES:
+        path = queue.popleft()
+        if path in seen:
+            continue
+        seen.add(path)
+        resp = page.goto(dash.url + path)
+        assert resp is not None and resp.status == 200, f"{path}: HTTP {resp.status if resp else None}"
+        for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
+            target = urlparse(urljoin(dash.url + path, href))
+            if target.netloc == urlparse(dash.url).netloc:
+                link = target.path + (f"?{target.query}" if target.query else "")
+                if link not in seen:
+                    queue.append(link)
+    for must in ("/", "/nodes", f"/nodes/{guarded}", "/provisioners", "/provisioners/limited", "/pods/pending",
+                 "/decisions"):  # fmt: skip
+        assert must in seen, f"no link led to {must}"
+    assert errors == []
+
+    # Node and provisioner figures match the API and the cluster.
+    page.goto(dash.url + "/nodes")
+    cluster_nodes = {n["metadata"]["name"] for n in env.kube.list(NODES).items}
+    managed = set(page.locator("#managed-nodes tbody tr td:first-child").all_inner_texts())
+    unmanaged = set(page.locator("#unmanaged-nodes tbody tr td:first-child").all_inner_texts())
+    karpy_nodes = {n["metadata"]["name"] for n in env.nodes()}
+    assert karpy_nodes <= managed and f"static-{env.namespace}" in unmanaged
+    assert (managed | unmanaged) - {"no nodes"} <= cluster_nodes | managed
+    overview = dash.api("/api/v1/overview")["data"]
+    page.goto(dash.url + "/")
+    assert page.locator("#node-count").inner_text() == str(overview["nodes"])
+    assert page.locator("#cost-hour").inner_text().startswith(f"${overview['costPerHour']:.4f}")
+    assert overview["costPerHour"] > 0
+
+    # The pending pod's reason and the limit-blocked provisioner.
+    page.goto(dash.url + "/pods/pending")
+    assert "limits would be exceeded" in page.locator("main").inner_text()
+    page.goto(dash.url + "/provisioners")
+    row = page.locator("#provisioners tr", has_text="limited")
+    assert "limit keeps" in row.inner_text() and "pending" in row.inner_text()
+
+    # The node kept by a do-not-evict pod says so.
+    page.goto(dash.url + f"/nodes/{guarded}")
+    assert "do not evict" in page.locator("#outlook").inner_text()
+
+    # Hostile text is shown as text, never run.
+    page.goto(dash.url + "/provisioners/limited")
+    assert XSS in page.locator("main").inner_text()
+    assert page.locator("main script").count() == 0
+    assert errors == []
+
+    # The overview, for the README.
+    page.goto(dash.url + "/")
+    shot = tmp_path / "overview.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("KARPY_SCREENSHOT"):
+        shutil.copyfile(shot, os.environ["KARPY_SCREENSHOT"])
+    context.close()
