@@ -5,6 +5,7 @@ COPY pyproject.toml README.md ./
 COPY karpy karpy
 COPY controller controller
 COPY webapp webapp
+COPY templates templates
 COPY certs certs
 COPY localcluster localcluster
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .

@@ -75,7 +75,7 @@ def test_webhooks_trust_the_certificate_the_webapp_serves(helm: Path) -> None:
 
 
 def test_rbac_allows_what_the_controller_does(helm: Path) -> None:
-    role = next(d for d in render(helm) if d["kind"] == "ClusterRole")
+    role = next(d for d in render(helm) if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "karpy")
     granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
                for v in rule["verbs"]}
     for need in (("", "nodes", "create"), ("", "nodes", "delete"), ("", "pods/eviction", "create"),
@@ -89,3 +89,17 @@ def test_values_flow_into_the_deployment(helm: Path) -> None:
     controller = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "karpy-controller")
     assert controller["spec"]["replicas"] == 3
     assert "--cloud-provider=simulated" in controller["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_the_dashboard_reads_with_get_list_watch_only_and_asks_the_controller(helm: Path) -> None:
+    docs = {f"{d['kind']}/{d['metadata']['name']}": d for d in render(helm)}
+    webapp = docs["Deployment/karpy-webapp"]["spec"]["template"]["spec"]
+    assert webapp["serviceAccountName"] == "karpy-webapp"
+    assert "--controller-url=http://karpy-controller.karpy.svc:8080" in webapp["containers"][0]["args"]
+    binding = docs["ClusterRoleBinding/karpy-dashboard"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "karpy-webapp", "namespace": "karpy"}]
+    verbs = {v for rule in docs["ClusterRole/karpy-dashboard"]["rules"] for v in rule["verbs"]}
+    assert verbs == {"get", "list", "watch"}
+    assert docs["Service/karpy-controller"]["spec"]["ports"][0]["port"] == 8080
+    controller = docs["Deployment/karpy-controller"]["spec"]["template"]["spec"]
+    assert controller["serviceAccountName"] == "karpy"

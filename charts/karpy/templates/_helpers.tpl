@@ -25,7 +25,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "karpy.podCommon" -}}
-serviceAccountName: {{ include "karpy.serviceAccountName" . }}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- end }}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import urllib.error
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,12 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
     capped_key = f"{env.namespace}/" + env.pods("capped")[0]["metadata"]["name"]
 
     def api_ready() -> bool:
+        try:
+            return _api_ready()
+        except urllib.error.HTTPError:  # the webapp's informers have not seen the node yet
+            return False
+
+    def _api_ready() -> bool:
         pending = dash.api("/api/v1/pods/pending")["data"]
         reasons = [
             p["reason"] for g in pending["groups"] for p in g["pods"] if f"{g['namespace']}/{p['name']}" == capped_key

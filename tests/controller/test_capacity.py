@@ -1,0 +1,78 @@
+"""Karpenter's capacity metrics from one snapshot, with Karpenter's names and label columns."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from controller.capacity import CapacityCollector, metric_families
+from controller.clock import FakeClock
+from controller.kube.resources import WATCHED
+from controller.state.cluster import ClusterState
+from controller.state.snapshot import Snapshot
+from tests.fakes.objects import make_node, make_pod
+
+PRICES = {("m5.large", "us-west-2a", "on-demand"): 0.096}
+
+
+def snapshot() -> Snapshot:
+    state = ClusterState(FakeClock())
+    objects = {
+        "nodes": [make_node("n1", cpu="2", memory="8Gi"), make_node("static", provisioner=None)],
+        "pods": [
+            make_pod("web", node="n1", cpu="500m", memory="1Gi"),
+            make_pod("agent", node="n1", cpu="100m", memory="128Mi", owner_kind="DaemonSet"),
+            make_pod("waiting", cpu="1"),
+        ],
+    }
+    for kind in WATCHED:
+        state.replace(kind.name, objects.get(kind.name, []))
+    return state.snapshot()
+
+
+def samples(name: str) -> list[tuple[dict[str, str], float]]:
+    for family in metric_families(snapshot(), PRICES):
+        if family.name == name:
+            return [(s.labels, s.value) for s in family.samples]
+    raise AssertionError(f"no family {name}")
+
+
+def value(name: str, **labels: str) -> float:
+    found = [v for lab, v in samples(name) if all(lab.get(k) == want for k, want in labels.items())]
+    assert len(found) == 1, (name, labels, samples(name))
+    return found[0]
+
+
+def test_node_gauges_split_pods_from_daemons_in_karpenter_units() -> None:
+    assert value("karpenter_nodes_allocatable", node_name="n1", resource_type="cpu") == 2.0
+    assert value("karpenter_nodes_allocatable", node_name="n1", resource_type="memory") == 8 * 2**30
+    assert value("karpenter_nodes_total_pod_requests", node_name="n1", resource_type="cpu") == 0.5
+    assert value("karpenter_nodes_total_daemon_requests", node_name="n1", resource_type="memory") == 128 * 2**20
+    assert value("karpenter_nodes_system_overhead", node_name="n1", resource_type="cpu") == 0.0
+
+
+def test_node_series_carry_karpenters_label_columns() -> None:
+    labels, _ = samples("karpenter_nodes_allocatable")[0]
+    for column in ("node_name", "provisioner", "phase", "resource_type", "zone", "instance_type", "capacity_type",
+                   "arch", "instance_category"):  # fmt: skip
+        assert column in labels
+    assert value("karpenter_nodes_allocatable", node_name="static", resource_type="cpu", provisioner="N/A") == 2.0
+
+
+def test_pods_state_one_series_per_pod() -> None:
+    pods = {lab["name"]: lab for lab, v in samples("karpenter_pods_state") if v == 1.0}
+    assert set(pods) == {"web", "agent", "waiting"}
+    assert pods["web"]["node"] == "n1" and pods["web"]["instance_type"] == "m5.large"
+    assert pods["waiting"]["node"] == "N/A" and pods["waiting"]["phase"] == "Pending"
+    assert pods["web"]["owner"] == "/api/v1/namespaces/default/replicasets/owner"
+
+
+def test_price_only_for_priced_karpy_nodes() -> None:
+    assert samples("karpy_nodes_price_per_hour") == [(samples("karpy_nodes_price_per_hour")[0][0], 0.096)]
+    assert samples("karpy_nodes_price_per_hour")[0][0]["node_name"] == "n1"
+
+
+def test_the_collector_serves_them_on_a_registry() -> None:
+    registry = CollectorRegistry()
+    registry.register(CapacityCollector(snapshot, lambda: PRICES))
+    text = generate_latest(registry).decode()
+    assert "karpenter_nodes_allocatable{" in text and "karpenter_pods_state{" in text
