@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_DIR ?= .dev
 
-.PHONY: dev test lint typecheck bench venv clean cluster-binaries
+.PHONY: dev test lint typecheck bench venv clean cluster-binaries chromium
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,12 +28,20 @@ typecheck: $(STAMP)
 cluster-binaries:
 	PATH="$$PATH:/usr/local/go/bin" bash localcluster/build.sh
 
-test: $(STAMP) lint typecheck cluster-binaries
+# The dashboard's browser tests drive Debian's Chromium through Playwright (PyPI, in the dev extra);
+# Playwright never downloads a browser here.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+chromium:
+	@test -x /usr/bin/chromium || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
+test: $(STAMP) lint typecheck cluster-binaries chromium
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.admission
 	$(BIN)/python -m bench.scheduling
+	$(BIN)/python -m bench.dashboard
 	$(BIN)/python -m bench.e2e
 
 dev: $(STAMP) cluster-binaries

@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from certs import generate
     from localcluster.binaries import BuildError
     from localcluster.cluster import ClusterError, LocalCluster
+    from localcluster.procs import free_port
 
     base = Path(args.dir).resolve()
     base.mkdir(parents=True, exist_ok=True)
@@ -92,10 +93,12 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         print("karpy dev: starting the webhook server", flush=True)
+        controller_port = free_port()
         webapp = _start(
-            ["webapp", "--cert-dir", str(base / "certs"), "--port", str(args.port), "--host", "127.0.0.1"],
+            ["webapp", "--cert-dir", str(base / "certs"), "--port", str(args.port), "--host", "127.0.0.1",
+             "--kubeconfig", str(cluster.kubeconfig), "--controller-url", f"http://127.0.0.1:{controller_port}"],
             logs / "webapp.log",
-        )
+        )  # fmt: skip
         procs.append(webapp)
         _wait_healthy(url, certs.ca_cert, webapp)
         print("karpy dev: starting the local control plane (builds the binaries the first time)", flush=True)
@@ -113,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
                 "simulated",
                 "--simulated-db",
                 str(base / "simulated-cloud.sqlite"),
+                "--http-host",
+                "127.0.0.1",
+                "--http-port",
+                str(controller_port),
             ],
             logs / "controller.log",
         )
@@ -120,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         print("karpy dev: controller started on the simulated cloud", flush=True)
         print(
             f"\nkarpy is running (cluster ready in {state.ready_seconds:.1f}s)\n"
+            f"  dashboard (read-only): {url}/  (TLS; CA: {certs.ca_cert})\n"
             f"  webhooks (TLS):       {url}  (CA: {certs.ca_cert})\n"
             f"  kubeconfig:           {cluster.kubeconfig}\n"
             f"  try:  export KUBECONFIG={cluster.kubeconfig}\n"

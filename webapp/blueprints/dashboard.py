@@ -7,9 +7,11 @@ modules in `webapp/dashboard/`, render the template of the same name. The JSON A
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, abort, current_app, render_template, request
+from markupsafe import Markup
 
 from webapp.dashboard import common
 from webapp.dashboard.nodes import COLUMNS, QueryError, node_page, nodes_page
@@ -59,6 +61,22 @@ def _duration(value: float) -> str:
 @bp.app_template_filter("price")
 def _price(value: float | None) -> str:
     return common.fmt_price(value)
+
+
+@bp.app_template_filter("bar")
+def _bar(u: dict[str, float], kind: str) -> Markup:
+    """requested/allocatable as a <meter> and its text; built here, not in a macro, because the
+    nodes table draws three per row (numbers only, so nothing needs escaping)."""
+    fmt: Callable[[float], str] = {"cpu": common.fmt_cpu, "memory": common.fmt_bytes}.get(kind, _count)
+    text = f'{fmt(u["requested"])}/{fmt(u["allocatable"])} ({u["fraction"] * 100:.0f}%)'
+    return Markup(
+        f'<span class="bar"><meter min="0" max="1" low="0.8" high="0.95" optimum="0" value="{u["bar"]}"></meter>'
+        f'<span class="barlabel">{text}</span></span>'
+    )
+
+
+def _count(value: float) -> str:
+    return str(int(value))
 
 
 @bp.app_template_filter("pct")

@@ -28,8 +28,8 @@ def iso(seconds: float | None) -> str:
 
 
 def usage(requested: float, allocatable: float) -> dict[str, float]:
-    fraction = requested / allocatable if allocatable > 0 else 0.0
-    return {"requested": requested, "allocatable": allocatable, "fraction": round(fraction, 4)}
+    fraction = round(requested / allocatable, 4) if allocatable > 0 else 0.0
+    return {"requested": requested, "allocatable": allocatable, "fraction": fraction, "bar": min(fraction, 1.0)}
 
 
 def pod_cpu_memory(pod: PodView) -> tuple[float, float]:

@@ -60,6 +60,7 @@ def _limits(view: ProvisionerView, used: Mapping[str, int]) -> list[dict[str, An
             "limit": format_resource(resource, limit),
             "used": format_resource(resource, amount),
             "fraction": round(fraction, 4),
+            "bar": min(fraction, 1.0),
             "warn": fraction >= WARN_FRACTION,
             "full": fraction >= 1.0,
         })  # fmt: skip

@@ -9,7 +9,9 @@ why when the controller cannot be reached.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 import urllib3
@@ -27,19 +29,30 @@ class KubeReads(Protocol):
 
 
 class ReadOnlyKube:
-    """get, list and watch — nothing else."""
+    """get, list and watch — nothing else. The client is made on first use, so the webapp may
+    start before the cluster (or its kubeconfig) exists; the informers retry until it does."""
 
     def __init__(self, kubeconfig: str | None, timeout: float = 10.0) -> None:
-        self._client = KubeClient(kubeconfig, timeout=timeout)
+        self._kubeconfig, self._timeout = kubeconfig, timeout
+        self._client: KubeClient | None = None
+        self._lock = threading.Lock()
+
+    def _kube(self) -> KubeClient:
+        with self._lock:
+            if self._client is None:
+                if self._kubeconfig and not Path(self._kubeconfig).is_file():
+                    raise FileNotFoundError(f"kubeconfig {self._kubeconfig} does not exist (yet)")
+                self._client = KubeClient(self._kubeconfig, timeout=self._timeout)
+            return self._client
 
     def list(self, kind: Kind) -> ListResult:
-        return self._client.list(kind)
+        return self._kube().list(kind)
 
     def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]:
-        return self._client.watch(kind, resource_version, timeout_seconds)
+        return self._kube().watch(kind, resource_version, timeout_seconds)
 
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj:
-        return self._client.get(kind, name, namespace)
+        return self._kube().get(kind, name, namespace)
 
 
 class ControllerError(Exception):
