@@ -64,14 +64,25 @@ def ask_controller(api: ControllerAPI | None) -> ControllerAnswers:
     if api is None:
         return ControllerAnswers(error="no controller URL is configured (--controller-url)")
     try:
-        nodes = api.get("/api/v1/nodes").get("nodes") or {}
-        pending = api.get("/api/v1/pods/pending").get("pods") or {}
+        nodes = api.get("/api/v1/nodes")
+        pending = api.get("/api/v1/pods/pending")
         decisions = api.get(f"/api/v1/decisions?limit={DECISIONS_LIMIT}")
-    except (ControllerError, AttributeError) as err:
-        return ControllerAnswers(error=str(err) if isinstance(err, ControllerError) else "unexpected controller answer")
-    if not isinstance(nodes, dict) or not isinstance(pending, dict) or not isinstance(decisions, list):
-        return ControllerAnswers(error="unexpected controller answer")
-    return ControllerAnswers("", nodes, pending, tuple(d for d in decisions if isinstance(d, dict)))
+    except ControllerError as err:
+        return ControllerAnswers(error=str(err))
+    if not (isinstance(nodes, dict) and isinstance(pending, dict) and isinstance(decisions, list)):
+        return ControllerAnswers(error=f"the controller at {api.base_url} answered in an unexpected shape")
+    return ControllerAnswers(
+        "",
+        _mappings(nodes.get("nodes")),
+        _mappings(pending.get("pods")),
+        tuple(d for d in decisions if isinstance(d, dict)),
+    )
+
+
+def _mappings(value: Any) -> dict[str, Mapping[str, Any]]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, dict)}
 
 
 class DashboardSource:

@@ -1,0 +1,66 @@
+"""The dashboard's source: the controller asked over its real HTTP server, unreachable said
+plainly, answers cached, the cluster read from watch-fed state, and a one-hour history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from controller.clock import FakeClock
+from controller.decisions import LAUNCHED, Decision, DecisionLog
+from controller.httpserver import ControllerHTTPServer
+from localcluster.procs import free_port
+from webapp.dashboard.common import cluster_cost
+from webapp.dashboard.reader import ControllerAPI
+from webapp.dashboard.source import SAMPLE_SECONDS, DashboardSource, ask_controller
+
+
+@pytest.fixture
+def controller() -> Iterator[tuple[str, dict[str, int]]]:
+    calls = {"nodes": 0}
+    log = DecisionLog(FakeClock())
+    log.record(Decision("provisioning", LAUNCHED, "node/n1", "pods did not fit", price=0.1))
+
+    def nodes() -> dict[str, object]:
+        calls["nodes"] += 1
+        return {"nodes": {"n1": {"pricePerHour": 0.1}, "bad": "not a mapping"}}
+
+    answers = {"/api/v1/nodes": nodes, "/api/v1/pods/pending": lambda: {"pods": {}}}
+    srv = ControllerHTTPServer("127.0.0.1", 0, log, lambda: {"synced": True}, answers)
+    srv.start()
+    try:
+        yield f"http://127.0.0.1:{srv.port}", calls
+    finally:
+        srv.stop()
+
+
+def test_the_controllers_answers(controller: tuple[str, dict[str, int]]) -> None:
+    url, _ = controller
+    got = ask_controller(ControllerAPI(url))
+    assert got.error == ""
+    assert got.nodes == {"n1": {"pricePerHour": 0.1}}
+    assert got.decisions[0]["subject"] == "node/n1"
+
+
+def test_an_unreachable_controller_is_said_plainly() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    got = ask_controller(ControllerAPI(url, timeout=1))
+    assert got.error.startswith(f"the controller at {url} is unreachable") and got.nodes == {}
+    assert ask_controller(None).error == "no controller URL is configured (--controller-url)"
+
+
+def test_answers_are_cached_and_history_sampled(controller: tuple[str, dict[str, int]]) -> None:
+    url, calls = controller
+    clock = FakeClock()
+    source = DashboardSource(None, ControllerAPI(url), clock, cluster_cost, cache_seconds=2)
+    source.state.replace("nodes", [])
+    for kind in ("pods", "provisioners", "awsnodetemplates", "daemonsets", "poddisruptionbudgets"):
+        source.state.replace(kind, [])
+    first = source.read()
+    source.read()
+    assert calls["nodes"] == 1 and first.problem.startswith("no Kubernetes API is configured")
+    clock.step(SAMPLE_SECONDS)
+    source.read()
+    assert calls["nodes"] == 2
+    assert [s.time for s in source.read().history] == [clock.now() - SAMPLE_SECONDS, clock.now()]
