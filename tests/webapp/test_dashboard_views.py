@@ -49,7 +49,7 @@ def cluster() -> FakeSource:
             "default/big-1": f"{limit}; no instance type in provisioner 'gpu' has 64 cpu",
             "default/big-2": limit,
         },
-        decisions=[launched],
+        decisions=[launched, {"controller": "garbagecollection", "action": "garbage-collected", "subject": "x"}],
     )
     return FakeSource(objects, reply)
 

@@ -135,5 +135,5 @@ def fmt_duration(seconds: float) -> str:
     return f"{seconds // 86400}d{(seconds % 86400) // 3600}h"
 
 
-def fmt_price(price: float | None) -> str:
-    return "—" if price is None else f"${price:.4f}"
+def fmt_price(price: object) -> str:
+    return f"${price:.4f}" if isinstance(price, int | float) else "—"

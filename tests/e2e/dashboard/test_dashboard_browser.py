@@ -39,9 +39,11 @@ def _setup(env: KarpyEnv) -> None:
     env.deployment("web", 2, cpu="500m", memory="512Mi")
     env.deployment("guarded", 1, cpu="500m", memory="512Mi", metadata={"annotations": {L.DO_NOT_EVICT: "true"}})
     env.deployment("capped", 1, cpu="1", memory="1Gi", nodeSelector={"pool": "limited"})
+    # A node karpy does not manage (kwok runs it); tainted so that no test pod lands on it.
     env.kube.create(NODES, {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": f"static-{env.namespace}", "labels": {"kwok.x-k8s.io/node": "fake", "role": "static"}},
+        "spec": {"taints": [{"key": "dedicated", "value": "static", "effect": "NoSchedule"}]},
     })  # fmt: skip
 
 
