@@ -177,3 +177,10 @@ def test_without_a_cluster_the_dashboard_says_so() -> None:
     html = client.get("/").get_data(as_text=True)
     assert "no Kubernetes API is configured" in html
     assert "no controller URL is configured" in html
+
+
+def test_static_assets_are_served_and_linked(client: FlaskClient) -> None:
+    html = client.get("/").get_data(as_text=True)
+    for asset in ("dashboard.css", "dashboard.js", "favicon.svg"):
+        assert f"/static/{asset}" in html
+        assert client.get(f"/static/{asset}").status_code == 200
