@@ -1,8 +1,8 @@
 """The overview and decisions pages' data (pure).
 
 Overview: cost per hour and per month (× 730), nodes by provisioner, capacity type, zone and
-instance type, packing (requests over allocatable), pending pods, the last decisions, and the
-last hour of nodes and cost as two polylines for an inline SVG chart. Decisions: the
+instance type, packing of karpy's nodes (requests over allocatable), pending pods, the last
+decisions, and the last hour of nodes and cost as two polylines for an inline SVG chart. Decisions: the
 controller's log, newest first, filtered by controller or action.
 """
 
@@ -16,6 +16,7 @@ from webapp.dashboard.source import HISTORY_SECONDS, Inputs, Sample
 
 CHART_WIDTH, CHART_HEIGHT = 600, 120
 LAST_DECISIONS = 10
+MIN_SPAN_SECONDS = 300.0
 
 
 def _group(rows: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], str]) -> list[dict[str, Any]]:
@@ -28,20 +29,22 @@ def _group(rows: Iterable[Mapping[str, Any]], key: Callable[[Mapping[str, Any]],
     ]
 
 
-def _points(samples: Iterable[Sample], now: float, value: Callable[[Sample], float], top: float) -> str:
-    start = now - HISTORY_SECONDS
+def _points(samples: Iterable[Sample], span: tuple[float, float], value: Callable[[Sample], float], top: float) -> str:
+    start, end = span
     out = []
     for s in samples:
-        if s.time < start:
-            continue
-        x = (s.time - start) / HISTORY_SECONDS * CHART_WIDTH
+        x = (s.time - start) / (end - start) * CHART_WIDTH
         y = CHART_HEIGHT - (value(s) / top * (CHART_HEIGHT - 10) if top > 0 else 0)
         out.append(f"{x:.1f},{y:.1f}")
     return " ".join(out)
 
 
 def chart(history: tuple[Sample, ...], now: float) -> dict[str, Any]:
-    recent = [s for s in history if s.time >= now - HISTORY_SECONDS]
+    """The last hour (or, while the webapp is younger than that, since its first sample, at least
+    `MIN_SPAN_SECONDS`) scaled to the chart; y from 0 to each series' maximum."""
+    recent = [s for s in history if now - HISTORY_SECONDS <= s.time <= now]
+    start = min((s.time for s in recent), default=now)
+    span = (min(start, now - MIN_SPAN_SECONDS), now)
     max_nodes = max((s.nodes for s in recent), default=0)
     max_cost = max((s.cost for s in recent), default=0.0)
     return {
@@ -50,8 +53,9 @@ def chart(history: tuple[Sample, ...], now: float) -> dict[str, Any]:
         "samples": [{"time": s.time, "nodes": s.nodes, "costPerHour": s.cost} for s in recent],
         "maxNodes": max_nodes,
         "maxCostPerHour": max_cost,
-        "nodesPoints": _points(recent, now, lambda s: float(s.nodes), float(max_nodes)),
-        "costPoints": _points(recent, now, lambda s: s.cost, max_cost),
+        "spanSeconds": int(span[1] - span[0]),
+        "nodesPoints": _points(recent, span, lambda s: float(s.nodes), float(max_nodes)),
+        "costPoints": _points(recent, span, lambda s: s.cost, max_cost),
     }
 
 
@@ -69,7 +73,7 @@ def overview_page(inputs: Inputs) -> dict[str, Any]:
         "byCapacityType": _group(rows, lambda r: r["capacityType"]),
         "byZone": _group(rows, lambda r: r["zone"]),
         "byInstanceType": _group(rows, lambda r: r["instanceType"]),
-        "packing": totals(rows),
+        "packing": totals(r for r in rows if r["managed"]),
         "pendingPods": len(snap.pending_pods()),
         "decisions": [dict(d) for d in inputs.controller.decisions[:LAST_DECISIONS]],
         "chart": chart(inputs.history, snap.now),
