@@ -134,6 +134,20 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
     assert page.locator("#cost-hour").inner_text().startswith(f"${overview['costPerHour']:.4f}")
     assert overview["costPerHour"] > 0
 
+    page.goto(dash.url + "/provisioners")
+    api_rows = {p["name"]: p for p in dash.api("/api/v1/provisioners")["data"]["provisioners"]}
+    karpy_default = [n for n in env.nodes() if n["metadata"]["labels"][L.PROVISIONER_NAME] == "default"]
+    assert api_rows["default"]["nodes"] == len(karpy_default) > 0
+    cells = page.locator("#provisioners tr", has_text="default").first.locator("td").all_inner_texts()
+    assert cells[2] == str(len(karpy_default)) and cells[3] == f"${api_rows['default']['costPerHour']:.4f}"
+
+    # The page refreshes itself (a static script under the CSP, no full reload).
+    page.goto(dash.url + "/")
+    page.evaluate("window.__karpyNotReloaded = true")
+    stamp = page.locator(".updated time").inner_text()
+    page.wait_for_function("s => document.querySelector('.updated time').textContent !== s", arg=stamp, timeout=20_000)
+    assert page.evaluate("window.__karpyNotReloaded") is True
+
     # The pending pod's reason and the limit-blocked provisioner.
     page.goto(dash.url + "/pods/pending")
     assert "limits would be exceeded" in page.locator("main").inner_text()
