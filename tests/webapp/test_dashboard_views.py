@@ -184,3 +184,20 @@ def test_static_assets_are_served_and_linked(client: FlaskClient) -> None:
     for asset in ("dashboard.css", "dashboard.js", "favicon.svg"):
         assert f"/static/{asset}" in html
         assert client.get(f"/static/{asset}").status_code == 200
+
+
+def test_every_internal_link_leads_to_a_page(client: FlaskClient) -> None:
+    seen: set[str] = set()
+    todo = ["/"]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        resp = client.get(path)
+        assert resp.status_code == 200, path
+        if "text/html" in resp.content_type:
+            html = resp.get_data(as_text=True).replace("&amp;", "&")
+            todo += [h for h in re.findall(r'href="(/[^"]*)"', html) if not h.startswith("/static/")]
+    assert {"/nodes/n1", "/nodes/n2", "/nodes/static-1", "/provisioners/default", "/provisioners/gpu"} <= seen
+    assert any(p.startswith("/nodes?sort=pricePerHour") for p in seen)
