@@ -43,7 +43,12 @@ class _Server(BaseApplication):  # type: ignore[misc]
             self.cfg.set("ssl_context", _ssl_context)
 
     def load(self) -> Any:
-        return create_app(self.settings)
+        app = create_app(self.settings)
+        # In the worker (after the fork): start reading the cluster now, not on the first page view.
+        start = getattr(app.extensions["karpy_dashboard"], "start", None)
+        if start is not None:
+            start()
+        return app
 
 
 def serve(settings: WebappSettings) -> None:

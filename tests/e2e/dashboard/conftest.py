@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from localcluster import procs
-from tests.e2e.controller.conftest import REPO, KarpyEnv, karpy  # noqa: F401  (the `karpy` fixture)
+from tests.e2e.controller.conftest import REPO, Controller, KarpyEnv, karpy  # noqa: F401  (the `karpy` fixture)
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -25,6 +25,7 @@ CHROMIUM = "/usr/bin/chromium"
 class Dashboard:
     url: str
     proc: procs.Proc
+    controller: Controller
 
     def api(self, path: str) -> Any:
         import json
@@ -52,7 +53,7 @@ def dashboard(karpy: KarpyEnv) -> Iterator[tuple[KarpyEnv, Dashboard]]:  # noqa:
     url = f"http://127.0.0.1:{port}"
     try:
         procs.wait_until("webapp healthy", lambda: _healthy(url), 30, [proc])
-        yield karpy, Dashboard(url, proc)
+        yield karpy, Dashboard(url, proc, ctrl)
     finally:
         procs.stop(proc, grace_seconds=5)
 

@@ -165,6 +165,13 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
     assert page.locator("main script").count() == 0
     assert errors == []
 
+    # The controller exports Karpenter's capacity metrics and a price per node.
+    metrics = dash.controller.get("/metrics")
+    for series in ('karpenter_nodes_allocatable{', f'node_name="{guarded}"', "karpenter_nodes_total_pod_requests{",
+                   "karpenter_nodes_total_daemon_requests", 'karpenter_pods_state{', "karpy_nodes_price_per_hour{",
+                   'karpenter_provisioner_limit{provisioner="limited",resource_type="cpu"}'):  # fmt: skip
+        assert series in metrics, series
+
     # The overview, for the README.
     page.goto(dash.url + "/")
     shot = tmp_path / "overview.png"
