@@ -18,8 +18,8 @@ import statistics
 import time
 from typing import Any
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
+from controller.core import labels as L
 from controller.kube.resources import WATCHED
 from controller.state.cluster import ClusterState
 from webapp import create_app

@@ -19,9 +19,9 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from controller.apis import labels as L
+from controller.core import labels as L
+from controller.core.resources import CPU, PODS
 from controller.insight import PriceKey, node_price
-from controller.scheduling.types import CPU, PODS
 from controller.state.snapshot import NodeView, Snapshot
 
 NA = "N/A"
@@ -88,7 +88,9 @@ def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> lis
             overhead.add_metric([*columns, resource, *known], _value(resource, reserved))
         pods: dict[str, int] = {}
         daemons: dict[str, int] = {}
-        for pod in node.active_pods():
+        for pod in node.pods:
+            if pod.terminal:
+                continue
             if pod.request is None:
                 continue
             into = daemons if pod.is_daemonset else pods

@@ -19,9 +19,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controller.apis import labels as L
-from controller.clock import Clock, format_timestamp
+from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
+from controller.core import labels as L
+from controller.core.timestamps import format_timestamp
 from controller.decisions import DecisionLog
 from controller.deprovisioning.outlook import Outlook
 from controller.state.cluster import ClusterState

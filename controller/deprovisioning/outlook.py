@@ -14,14 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from controller.apis import labels as L
-from controller.deprovisioning.candidates import Candidate, blocked_reason, expiration_time, new_candidate
+from controller.core import labels as L
+from controller.core.timestamps import parse_datetime
+from controller.deprovisioning.candidates import blocked_reason, expiration_time, new_candidate
 from controller.deprovisioning.commands import Command
 from controller.deprovisioning.consolidation import consolidation_blocker
 from controller.deprovisioning.decide import Decision
-from controller.deprovisioning.emptiness import empty_past_ttl, parse_timestamp
+from controller.deprovisioning.emptiness import empty_past_ttl
 from controller.deprovisioning.expiration import is_expired
-from controller.deprovisioning.types import NodeInfo, Snapshot
+from controller.deprovisioning.types import Candidate, NodeInfo, Snapshot
 
 DELETING = "deleting"  # being deleted or replaced now
 EXPIRE = "expire"  # expired: will be replaced
@@ -111,7 +112,7 @@ def _disruption(
     if ttl is not None and not cand.pods and stamp is not None:
         if empty_past_ttl(cand, now):
             return Outlook(EMPTY, "empty for longer than ttlSecondsAfterEmpty: it will be deleted")
-        since = parse_timestamp(stamp)
+        since = parse_datetime(stamp)
         if since is not None:
             return Outlook(EMPTY, f"empty since {_iso(since)}: deleted at {_iso(since + timedelta(seconds=ttl))}")
     if _in(progress.pending, cand.name):

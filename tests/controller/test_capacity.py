@@ -9,7 +9,7 @@ from controller.clock import FakeClock
 from controller.kube.resources import WATCHED
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
-from tests.fakes.objects import make_node, make_pod
+from tests.builders.wire import make_node, make_pod
 
 PRICES = {("m5.large", "us-west-2a", "on-demand"): 0.096}
 

@@ -8,17 +8,17 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from controller.apis import labels as L
 from controller.clock import FakeClock
+from controller.core import labels as L
 from controller.decisions import IGNORED, UNSCHEDULABLE, Decision, DecisionLog
 from controller.deprovisioning.outlook import KEPT, Outlook
 from controller.httpserver import ControllerHTTPServer
 from controller.insight import Insight
 from controller.kube.resources import WATCHED
 from controller.state.cluster import ClusterState
-from tests.controller.deprovisioning.builders import make_instance_type
+from tests.builders.deprovisioning import instance_type
+from tests.builders.wire import make_node, make_pod
 from tests.fakes.cloudprovider import FakeCloudProvider
-from tests.fakes.objects import make_node, make_pod
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def served() -> Iterator[tuple[str, DecisionLog, FakeClock]]:
     }
     for kind in WATCHED:
         state.replace(kind.name, objects.get(kind.name, []))
-    cloud = FakeCloudProvider([make_instance_type("small", 2, od=0.1, spot=0.03)], clock)
+    cloud = FakeCloudProvider([instance_type("small", 2, price=0.1, spot_price=0.03)], clock)
     decisions = DecisionLog(clock)
     insight = Insight(state, cloud, decisions, clock, lambda: {"n1": Outlook(KEPT, "not consolidated: reasons")})
     answers = {"/api/v1/nodes": insight.nodes, "/api/v1/pods/pending": insight.pending}

@@ -7,8 +7,8 @@ import re
 import pytest
 from flask.testing import FlaskClient
 
-from controller.apis import labels as L
-from tests.fakes.objects import make_node, make_pdb, make_pod, make_provisioner
+from controller.core import labels as L
+from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 from tests.webapp.dashboard.builders import FakeSource, answers
 from webapp import create_app
 

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.apis import labels as L
-from controller.scheduling.types import CPU, MEMORY
+from controller.core import labels as L
+from controller.core.resources import CPU, MEMORY
+from controller.core.timestamps import parse_timestamp
 from controller.state.snapshot import NodeView, PodView, Snapshot
 from webapp.dashboard.source import ControllerAnswers
 
@@ -40,7 +41,7 @@ def pod_cpu_memory(pod: PodView) -> tuple[float, float]:
 def node_requests(node: NodeView) -> tuple[float, float, int]:
     """CPU (cores), memory (bytes) and count of the pods occupying `node`."""
     cpu = memory = 0.0
-    active = node.active_pods()
+    active = [p for p in node.pods if not p.terminal]  # daemonset and mirror pods included
     for pod in active:
         c, m = pod_cpu_memory(pod)
         cpu, memory = cpu + c, memory + m
@@ -48,8 +49,6 @@ def node_requests(node: NodeView) -> tuple[float, float, int]:
 
 
 def _ready_since(node: NodeView) -> float | None:
-    from controller.clock import parse_timestamp
-
     for cond in (node.obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             return parse_timestamp(cond.get("lastTransitionTime"))

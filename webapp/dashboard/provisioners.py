@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.scheduling.quantity import QuantityError
-from controller.scheduling.resources import format_resource, parse_resources
+from controller.core.quantity import QuantityError
+from controller.core.resources import format_resource, parse_resources
 from controller.state.snapshot import ProvisionerView
 from webapp.dashboard.common import node_row
 from webapp.dashboard.source import Inputs

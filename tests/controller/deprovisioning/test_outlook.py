@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.outlook import (
     BLOCKED,
@@ -20,11 +20,11 @@ from controller.deprovisioning.outlook import (
     unconsolidatable_reasons,
 )
 from controller.deprovisioning.types import DeprovisioningSettings, NodeInfo, ProvisionerInfo
-from tests.controller.deprovisioning.builders import (
+from controller.scheduling.scheduler import schedule
+from tests.builders.deprovisioning import (
     LARGE,
     SMALL,
     at,
-    fake_schedule,
     make_node,
     make_pdb,
     make_pod,
@@ -81,7 +81,7 @@ def test_the_pending_consolidation_and_the_reasons_of_the_last_pass_agree_with_d
     big = make_node("big", LARGE, pods=[make_pod("a", 1)], created=at(0))
     pinned = make_node("pinned", SMALL, pods=[make_pod("b", 1.5)], annotations={L.DO_NOT_CONSOLIDATE: "true"})
     snap = make_snapshot([big, pinned], [CONSOLIDATING], now=at(60))
-    decision = decide(snap, None, fake_schedule, settings)
+    decision = decide(snap, None, schedule, settings)
     assert decision.pending is not None and decision.pending.command.node_names == ("big",)
     progress = progress_of(decision, None, settings.validation_wait_seconds)
     got = node_outlooks(snap, progress, unconsolidatable_reasons(decision))
@@ -102,7 +102,7 @@ def test_a_node_in_an_executing_command_is_being_removed() -> None:
     settings = DeprovisioningSettings(validation_wait_seconds=0)
     node = make_node("e", annotations={L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"})
     snap = make_snapshot([node], [make_provisioner(ttl_empty=5)], now=at(60))
-    decision = decide(snap, None, fake_schedule, settings)
+    decision = decide(snap, None, schedule, settings)
     assert decision.execute is not None
     got = node_outlooks(snap, Progress(executing=decision.execute), {})["e"]
     assert got.verdict == DELETING and "emptiness/delete" in got.reason

@@ -9,7 +9,7 @@ from typing import Any
 from controller.clock import FakeClock
 from controller.kube.resources import WATCHED
 from controller.state.cluster import ClusterState
-from tests.fakes.objects import Obj
+from tests.builders.wire import Obj
 from webapp.dashboard.source import ControllerAnswers, Inputs, Sample
 
 NOW = 1_704_067_500.0  # 2024-01-01T00:05:00Z, five minutes after the builders' creationTimestamp
