@@ -201,3 +201,17 @@ def test_every_internal_link_leads_to_a_page(client: FlaskClient) -> None:
             todo += [h for h in re.findall(r'href="(/[^"]*)"', html) if not h.startswith("/static/")]
     assert {"/nodes/n1", "/nodes/n2", "/nodes/static-1", "/provisioners/default", "/provisioners/gpu"} <= seen
     assert any(p.startswith("/nodes?sort=pricePerHour") for p in seen)
+
+
+def test_deprovisioning_decisions_show_prices_before_and_after() -> None:
+    source = cluster()
+    consolidation = {
+        "controller": "deprovisioning", "action": "consolidation/replace", "subject": "node/n1",
+        "reason": "consolidation: replace, terminating 1 machines", "price_before": 0.192, "price_after": 0.096,
+        "extra": {"candidates": ["n1"], "replacements": ["m5.large"]}, "time": "2024-01-01T00:02:00Z",
+    }  # fmt: skip
+    source.answers = answers(decisions=[consolidation])
+    client = create_app(dashboard_source=source).test_client()
+    html = client.get("/decisions?controller=deprovisioning").get_data(as_text=True)
+    assert "$0.1920 → $0.0960" in html and "consolidation/replace" in html and "replacements: m5.large" in html
+    assert client.get("/api/v1/decisions?action=launched").get_json()["data"]["decisions"] == []
