@@ -44,7 +44,7 @@ def dashboard(karpy: KarpyEnv) -> Iterator[tuple[KarpyEnv, Dashboard]]:  # noqa:
     ctrl = karpy.start()
     port = procs.free_port()
     argv = [
-        sys.executable, "-m", "controller.cli", "webapp",
+        sys.executable, "-m", "karpy", "webapp",
         "--kubeconfig", str(karpy.cluster.kubeconfig),
         "--controller-url", f"http://127.0.0.1:{ctrl.port}",
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
