@@ -215,3 +215,23 @@ def test_deprovisioning_decisions_show_prices_before_and_after() -> None:
     html = client.get("/decisions?controller=deprovisioning").get_data(as_text=True)
     assert "$0.1920 → $0.0960" in html and "consolidation/replace" in html and "replacements: m5.large" in html
     assert client.get("/api/v1/decisions?action=launched").get_json()["data"]["decisions"] == []
+
+
+def test_an_instance_without_a_node_yet_is_listed_as_launching() -> None:
+    source = cluster()
+    source.answers = answers(prices={"n1": 0.096})
+    source.answers.nodes["i-new"] = {"pricePerHour": 0.2, "inFlight": True}  # type: ignore[index]
+    client = create_app(dashboard_source=source).test_client()
+    rows = {r["name"]: r for r in client.get("/api/v1/nodes").get_json()["data"]["managed"]}
+    assert rows["i-new"]["status"] == "Launching" and rows["i-new"]["pricePerHour"] == 0.2
+    assert rows["n1"]["status"] == "Ready"
+
+
+def test_a_limit_warns_at_80_percent() -> None:
+    source = cluster()
+    five_cpus = make_provisioner("default", limits={"resources": {"cpu": "5"}})  # the two nodes have 4
+    source.objects = {**source.objects, "provisioners": [five_cpus]}
+    client = create_app(dashboard_source=source).test_client()
+    (row,) = client.get("/api/v1/provisioners").get_json()["data"]["provisioners"]
+    assert (row["limits"][0]["fraction"], row["limits"][0]["warn"], row["limits"][0]["full"]) == (0.8, True, False)
+    assert "over 80%" in client.get("/provisioners/default").get_data(as_text=True)
