@@ -35,6 +35,11 @@ def status_patches(snap: Snapshot) -> dict[str, dict[str, Any]]:
     return out
 
 
+
+def metric_value(resource: str, amount: int) -> float:
+    """A resource amount in the unit Karpenter's metrics use: CPU in cores, the rest as counted."""
+    return amount / 1000.0 if resource == "cpu" else float(amount)
+
 class CounterController:
     name = "counter"
 
@@ -55,10 +60,11 @@ class CounterController:
         for name, view in snap.provisioners.items():
             usage = snap.provisioner_usage(name)
             limits = view.spec.limits if view.spec else {}
+            # Karpenter exports CPU in cores (karpy keeps millicores internally)
             for resource, value in usage.items():
-                PROVISIONER_USAGE.labels(resource_type=resource, provisioner=name).set(value)
+                PROVISIONER_USAGE.labels(resource_type=resource, provisioner=name).set(metric_value(resource, value))
             for resource, limit in limits.items():
-                PROVISIONER_LIMIT.labels(resource_type=resource, provisioner=name).set(limit)
+                PROVISIONER_LIMIT.labels(resource_type=resource, provisioner=name).set(metric_value(resource, limit))
                 if limit:
                     pct = 100.0 * usage.get(resource, 0) / limit
                     PROVISIONER_USAGE_PCT.labels(resource_type=resource, provisioner=name).set(pct)

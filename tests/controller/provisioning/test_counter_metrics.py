@@ -1,0 +1,25 @@
+"""The provisioner limit and usage gauges use Karpenter's units (CPU in cores)."""
+
+from __future__ import annotations
+
+from controller.clock import FakeClock
+from controller.kube.resources import NODES, PROVISIONERS, WATCHED
+from controller.provisioning.counter import CounterController
+from controller.provisioning.metrics import PROVISIONER_LIMIT, PROVISIONER_USAGE
+from controller.state.cluster import ClusterState
+from tests.builders.wire import make_node, make_provisioner
+from tests.fakes.kube import FakeKube
+
+
+def test_cpu_limit_and_usage_are_exported_in_cores() -> None:
+    clock = FakeClock()
+    kube = FakeKube(clock)
+    kube.put(PROVISIONERS, make_provisioner("metrics-p", limits={"resources": {"cpu": "10", "memory": "1Gi"}}))
+    kube.put(NODES, make_node("n1", provisioner="metrics-p", cpu="4", memory="8Gi"))
+    state = ClusterState(clock)
+    for kind in WATCHED:
+        state.replace(kind.name, kube.items(kind))
+    CounterController(state, kube).reconcile()
+    assert PROVISIONER_LIMIT.labels(resource_type="cpu", provisioner="metrics-p")._value.get() == 10.0
+    assert PROVISIONER_USAGE.labels(resource_type="cpu", provisioner="metrics-p")._value.get() == 4.0
+    assert PROVISIONER_LIMIT.labels(resource_type="memory", provisioner="metrics-p")._value.get() == 2**30
