@@ -321,19 +321,35 @@ def _spread_violations(pod: Obj, node: Obj, others: Sequence[Obj], view: Cluster
 
 @dataclass(frozen=True)
 class Event:
-    """One watch event: `rv` orders it among all writes of the cluster."""
+    """One watch event: `rv` orders it among all writes of the cluster; `seen` is when the
+    recorder received it (monotonic seconds), used only for `lagging` binders."""
 
     rv: int
     kind: str  # "pods" | "nodes"
     type: str  # ADDED | MODIFIED | DELETED
     obj: Obj
+    seen: float = 0.0
 
 
-def replay(events: Iterable[Event], initial: ClusterView | None = None) -> list[str]:
-    """Every binding in `events` checked against the cluster just before it (see module doc)."""
+def replay(
+    events: Iterable[Event],
+    initial: ClusterView | None = None,
+    lagging: Iterable[str] = (),
+    lag_seconds: float = 1.0,
+) -> list[str]:
+    """Every binding in `events` checked against the cluster just before it (see module doc).
+
+    `lagging`: pods bound by kube-scheduler itself. It decides from a cache that trails the
+    apiserver and writes the binding afterwards, so its binding is accepted when it holds against
+    the cluster as it was at any moment of the `lag_seconds` before it. Every other binding —
+    karpy's — is judged strictly at its own instant."""
     view = initial or ClusterView()
+    lenient = set(lagging)
+    history: list[tuple[float, ClusterView]] = []
     out: list[str] = []
     for event in sorted(events, key=lambda e: e.rv):
+        if lenient:
+            history.append((event.seen, ClusterView(dict(view.nodes), dict(view.pods), view.as_kube_scheduler)))
         if event.kind == "nodes":
             name = str(_meta(event.obj).get("name"))
             if event.type == "DELETED":
@@ -348,7 +364,12 @@ def replay(events: Iterable[Event], initial: ClusterView | None = None) -> list[
         before = view.pods.get(key)
         node_name = (event.obj.get("spec") or {}).get("nodeName")
         if node_name and not (before and (before.get("spec") or {}).get("nodeName")):
-            out += placement_violations(event.obj, node_name, view)
+            problems = placement_violations(event.obj, node_name, view)
+            if problems and key in lenient:
+                earlier = (v for seen, v in reversed(history) if seen >= event.seen - lag_seconds)
+                if any(not placement_violations(event.obj, node_name, v) for v in earlier):
+                    problems = []
+            out += problems
         view.pods[key] = event.obj
     return out
 

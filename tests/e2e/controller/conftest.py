@@ -129,9 +129,13 @@ class KarpyEnv:
         )
 
     def deployment(self, name: str, replicas: int, cpu: str = "1", memory: str = "1Gi", **pod: Any) -> None:
+        self.apply(self.deployment_manifest(name, replicas, cpu, memory, **pod))
+
+    def deployment_manifest(
+        self, name: str, replicas: int, cpu: str = "1", memory: str = "1Gi", **pod: Any
+    ) -> dict[str, Any]:
         meta = pod.pop("metadata", {})
-        self.apply(
-            {
+        return {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
                 "metadata": {"name": name, "namespace": self.namespace},
@@ -154,7 +158,6 @@ class KarpyEnv:
                     },
                 },
             }
-        )
 
     def scale(self, name: str, replicas: int) -> None:
         self.kube.patch(DEPLOYMENTS, name, {"spec": {"replicas": replicas}}, self.namespace)

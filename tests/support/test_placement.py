@@ -1,0 +1,63 @@
+"""The independent placement checker itself: it must catch what kube-scheduler would refuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support import placement
+
+
+def node(name: str, zone: str, hostname: bool = True) -> placement.Obj:
+    labels = {"topology.kubernetes.io/zone": zone, **({"kubernetes.io/hostname": name} if hostname else {})}
+    alloc = {"cpu": "4", "memory": "8Gi", "pods": "10"}
+    return {"metadata": {"name": name, "labels": labels}, "spec": {}, "status": {"allocatable": alloc}}
+
+
+def pod(name: str, node_name: str = "", app: str = "a", **spec: Any) -> placement.Obj:
+    containers = [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]
+    return {"metadata": {"name": name, "namespace": "ns", "labels": {"app": app}},
+            "spec": {"containers": containers, **({"nodeName": node_name} if node_name else {}), **spec}}  # fmt: skip
+
+
+ANTI: dict[str, Any] = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "a"}}}]}}}  # fmt: skip
+SPREAD: dict[str, Any] = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                         "whenUnsatisfiable": "DoNotSchedule",
+                                         "labelSelector": {"matchLabels": {"app": "a"}}}]}  # fmt: skip
+
+
+def test_anti_affinity_on_one_host_is_caught_both_ways() -> None:
+    view = placement.ClusterView({"n1": node("n1", "a")}, {"ns/p1": pod("p1", "n1", **ANTI)})
+    assert placement.placement_violations(pod("p2", **ANTI), "n1", view)
+    assert placement.placement_violations(pod("p2"), "n1", view)  # p1's term repels it
+
+
+def test_a_node_without_hostname_label_is_one_host_for_the_checker_none_for_kube_scheduler() -> None:
+    nodes = {"n1": node("n1", "a", hostname=False)}
+    pods = {"ns/p1": pod("p1", "n1", **ANTI)}
+    assert placement.placement_violations(pod("p2", **ANTI), "n1", placement.ClusterView(nodes, pods))
+    assert not placement.placement_violations(pod("p2", **ANTI), "n1", placement.ClusterView(nodes, pods, True))
+
+
+def test_spread_is_judged_at_the_binding_instant_and_kube_schedulers_cache_may_lag() -> None:
+    events = [
+        placement.Event(1, "nodes", "ADDED", node("n1", "a"), seen=0.0),
+        placement.Event(2, "pods", "MODIFIED", pod("p1", "n1", **SPREAD), seen=0.1),
+        placement.Event(3, "nodes", "ADDED", node("n2", "b"), seen=0.2),
+        placement.Event(4, "pods", "MODIFIED", pod("p2", "n1", **SPREAD), seen=0.3),
+    ]
+    (problem,) = placement.replay(events)
+    assert "skew 2" in problem and "ns/p2" in problem
+    assert placement.replay(events, lagging={"ns/p2"}) == []  # n2 may not have been in its cache yet
+    assert placement.replay(events, lagging={"ns/p2"}, lag_seconds=0.05)  # but not for longer than allowed
+
+
+def test_resources_and_taints() -> None:
+    full = placement.ClusterView({"n1": node("n1", "a")}, {f"ns/q{i}": pod(f"q{i}", "n1", app="q") for i in range(4)})
+    assert any("cpu requests" in v for v in placement.placement_violations(pod("p"), "n1", full))
+    tainted: dict[str, Any] = dict(node("n1", "a"))
+    tainted["spec"] = {}
+    tainted["spec"]["taints"] = [{"key": "agent", "effect": "NoSchedule"},
+                                 {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]  # fmt: skip
+    (problem,) = placement.placement_violations(pod("p"), "n1", placement.ClusterView({"n1": tainted}))
+    assert "agent:NoSchedule" in problem
