@@ -19,7 +19,7 @@ from controller.cloudprovider.simulated.catalog import catalog_to_json, simulate
 from controller.core.resources import format_resources
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput
-from controller.simulate.inputs import InputError, read_catalog, read_inputs
+from controller.simulate.inputs import InputError, read_catalog, read_inputs, types_by_provisioner
 from controller.simulate.output import to_json, to_table
 
 EXIT_INPUT = 2
@@ -33,16 +33,17 @@ def simulate(args: argparse.Namespace) -> int:
     except InputError as err:
         print(f"karpy simulate: {err}", file=sys.stderr)
         return EXIT_INPUT
-    for warning in inputs.warnings:
-        print(f"karpy simulate: warning: {warning}", file=sys.stderr)
     if not inputs.provisioners:
         print(f"karpy simulate: no Provisioner in {args.provisioners} (or the other inputs)", file=sys.stderr)
         return EXIT_INPUT
+    types = types_by_provisioner(inputs, catalog)
+    for warning in inputs.warnings:
+        print(f"karpy simulate: warning: {warning}", file=sys.stderr)
     result = schedule(
         SchedulingInput(
             pods=inputs.pods,
             provisioners=inputs.provisioners,
-            instance_types=catalog,
+            instance_types=types,
             nodes=inputs.nodes,
             daemonsets=inputs.daemonsets,
         )

@@ -203,3 +203,40 @@ def validate_awsnodetemplate(obj: dict[str, Any]) -> list[FieldError]:
     if spec.get("amiFamily") == "Custom" and spec.get("amiSelector") is None:
         errors.append(missing_field("spec.amiSelector"))
     return errors
+
+
+class NodeTemplateNotFoundError(Exception):
+    """A Provisioner's providerRef (or the provider's default) names no AWSNodeTemplate."""
+
+    def __init__(self, provisioner: str, name: str) -> None:
+        super().__init__(f"provisioner {provisioner} references AWSNodeTemplate {name!r}, which does not exist")
+        self.provisioner = provisioner
+        self.name = name
+
+
+def resolve_node_template(
+    provisioner: str,
+    provider_ref: str | None,
+    inline_provider: Mapping[str, Any] | None,
+    templates: Mapping[str, Mapping[str, Any]],
+    default_name: str | None = None,
+) -> AWSNodeTemplate | None:
+    """The AWSNodeTemplate a Provisioner uses (pure; spec §5.9 step 1, decisions table).
+
+    `providerRef.name` → that template; an inline `spec.provider` → a template made of it;
+    neither → the provider's default template name (`default` for AWS) or None when the provider
+    needs none (simulated). Raises NodeTemplateNotFoundError naming the missing template.
+    """
+    if provider_ref:
+        obj = templates.get(provider_ref)
+        if obj is None:
+            raise NodeTemplateNotFoundError(provisioner, provider_ref)
+        return AWSNodeTemplate.from_wire(obj)
+    if inline_provider is not None:
+        return AWSNodeTemplate.from_wire({"metadata": {"name": f"{provisioner}-inline"}, "spec": inline_provider})
+    if default_name:
+        obj = templates.get(default_name)
+        if obj is None:
+            raise NodeTemplateNotFoundError(provisioner, default_name)
+        return AWSNodeTemplate.from_wire(obj)
+    return None

@@ -15,9 +15,13 @@ Contract, per method (errors are those of `errors.py`):
   Controllers call it through `terminate_instance()`, where already gone counts as done.
 - `get(provider_id) -> Instance` — `NodeNotFoundError` if it does not exist (or is terminated).
 - `list() -> list[Instance]` — every running instance tagged as this cluster's karpy instance.
-- `get_instance_types(provisioner) -> tuple[InstanceType, ...]` — what can be launched, with
-  offerings in the insufficient-capacity cache marked `available=False`. `provisioner` may be
-  None (the catalog for every provisioner); the kubelet configuration is applied by the scheduler.
+- `get_instance_types(provisioner, node_template) -> tuple[InstanceType, ...]` — what can be
+  launched, with offerings in the insufficient-capacity cache marked `available=False`, and
+  capacity and overhead as a node of this provisioner (kubelet settings) made from this
+  AWSNodeTemplate (AMI family, block devices) would have: the cloud's math lives with the cloud,
+  the scheduler computes none. Both may be None (the catalog with default settings).
+- `default_node_template` — the AWSNodeTemplate name used when a Provisioner names none
+  (`default` for AWS; None when the provider needs no template).
 
 `Instance` carries what the Node object needs: the node name, provider ID, labels (instance
 type labels, zone, capacity type, provisioner name, plus whatever the provider's "kubelet" needs,
@@ -33,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
 from controller.core import labels as L
@@ -49,16 +54,24 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, eq=False)
 class NodeRequest:
     """One node to launch: the provisioner, the merged requirements and the instance-type
-    options (cheapest first), plus the requests it was computed for (pods + daemonsets)."""
+    options (cheapest first), plus the requests it was computed for (pods + daemonsets), the
+    provisioner's spec (labels, taints, kubelet for the node's bootstrap) and its resolved
+    AWSNodeTemplate (None when the provider needs none)."""
 
     provisioner: str
     requirements: Requirements
     instance_type_options: tuple[InstanceType, ...]
     requests: Resources = field(default_factory=dict)
+    spec: ProvisionerSpec | None = None
+    node_template: AWSNodeTemplate | None = None
 
     @staticmethod
-    def from_new_node(node: NewNode) -> NodeRequest:
-        return NodeRequest(node.provisioner, node.requirements, node.instance_type_options, node.requests)
+    def from_new_node(
+        node: NewNode, spec: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
+    ) -> NodeRequest:
+        return NodeRequest(
+            node.provisioner, node.requirements, node.instance_type_options, node.requests, spec, node_template
+        )
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,7 @@ class Instance:
 
 class CloudProvider(Protocol):
     name: str
+    default_node_template: str | None
 
     def create(self, request: NodeRequest) -> Instance: ...
 
@@ -90,7 +104,9 @@ class CloudProvider(Protocol):
 
     def list(self) -> list[Instance]: ...
 
-    def get_instance_types(self, provisioner: ProvisionerSpec | None = None) -> tuple[InstanceType, ...]: ...
+    def get_instance_types(
+        self, provisioner: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
+    ) -> tuple[InstanceType, ...]: ...
 
 
 

@@ -39,6 +39,7 @@ from controller.events import EventRecorder
 from controller.kube.client import Kube, Obj
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
+from controller.provisioning.nodetemplates import instance_types_for
 from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot as StateSnapshot
@@ -139,11 +140,8 @@ class DeprovisioningController:
         return True
 
     def _instance_types(self, snap: StateSnapshot) -> dict[str, Sequence[InstanceType]]:
-        out: dict[str, Sequence[InstanceType]] = {}
-        for name, view in snap.provisioners.items():
-            if view.spec is not None:
-                out[name] = self._cloud.get_instance_types(view.spec)
-        return out
+        # the same resolved node templates as provisioning (a missing one: no types, no replacement)
+        return dict(instance_types_for(snap, self._cloud).types)
 
     def outlooks(self) -> dict[str, Outlook]:
         """What would happen to each owned node now (`outlook.py`), from a fresh snapshot."""

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from controller.apis.awsnodetemplate import NodeTemplateNotFoundError
 from controller.provisioning.launcher import Launcher as NodeLauncher
 from controller.provisioning.launcher import LaunchError
+from controller.provisioning.nodetemplates import node_template
 from controller.scheduling.types import NewNode
 from controller.state.cluster import ClusterState
 
@@ -36,5 +38,11 @@ class ProvisioningLauncher:
         if view is None or view.spec is None:
             raise LaunchError(f"launching node: provisioner {node.provisioner} not found")
         usage = snap.provisioner_usage(node.provisioner)
-        result = self._launcher.launch(node, view.spec, usage, reason=reason, controller="deprovisioning")
+        try:
+            template = node_template(view, snap, self._launcher.cloud)
+        except NodeTemplateNotFoundError as err:
+            raise LaunchError(f"launching node: {err}") from err
+        result = self._launcher.launch(
+            node, view.spec, usage, reason=reason, controller="deprovisioning", node_template=template
+        )
         return result.node_name

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
@@ -40,6 +41,7 @@ from controller.provisioning.decide import Candidates, candidates, scheduling_in
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
+from controller.provisioning.nodetemplates import instance_types_for
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
 from controller.scheduling.workloads import daemonset_pods
@@ -94,6 +96,7 @@ class ProvisioningController:
         self.batcher = Batcher(clock, self.settings.batch_idle_seconds, self.settings.batch_max_seconds)
         self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
         self._last_try: dict[str, float] = {}
+        self._templates: dict[str, AWSNodeTemplate | None] = {}
         self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
 
     def reconcile(self) -> Outcome | None:
@@ -126,8 +129,9 @@ class ProvisioningController:
 
     def _provision(self, snap: Snapshot, cands: Candidates) -> Outcome:
         outcome = Outcome()
-        types = self.cloud.get_instance_types()
-        inp = scheduling_input(snap, cands, types, SchedulingSettings(self.settings.max_instance_types))
+        by_provisioner = instance_types_for(snap, self.cloud)
+        self._templates = by_provisioner.templates
+        inp = scheduling_input(snap, cands, by_provisioner.types, SchedulingSettings(self.settings.max_instance_types))
         started = time.monotonic()
         result = schedule(inp)
         SCHEDULING_DURATION.observe(time.monotonic() - started)
@@ -137,7 +141,10 @@ class ProvisioningController:
             len(result.unschedulable),
         )  # fmt: skip
         pending = {p.key: p for p in cands.pending}
+        missing = "; ".join(by_provisioner.missing[n] for n in sorted(by_provisioner.missing))
         for key, why in result.unschedulable.items():
+            if missing:  # a Provisioner without its AWSNodeTemplate could not be considered
+                why = f"{why}; {missing}"
             outcome.unschedulable[key] = why
             if key in pending:
                 self.recorder.publish(events.failed_scheduling(pending[key], why))
@@ -160,7 +167,7 @@ class ProvisioningController:
             try:
                 launched = self.launcher.launch(
                     node, view.spec, usage.setdefault(node.provisioner, {}), owner=view.obj,
-                    hold_for_binding=self.settings.bind_pods,
+                    hold_for_binding=self.settings.bind_pods, node_template=self._templates.get(node.provisioner),
                 )  # fmt: skip
             except LaunchError as err:
                 log.warning("%s", err)

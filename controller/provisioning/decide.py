@@ -46,7 +46,7 @@ def candidates(snap: Snapshot) -> Candidates:
 def scheduling_input(
     snap: Snapshot,
     cands: Candidates,
-    instance_types: Sequence[InstanceType],
+    instance_types: Sequence[InstanceType] | Mapping[str, Sequence[InstanceType]],
     settings: SchedulingSettings | None = None,
 ) -> SchedulingInput:
     pods = [p.request for p in (*cands.pending, *cands.rescheduled) if p.request is not None]

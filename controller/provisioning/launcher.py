@@ -22,6 +22,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider, Instance, NodeRequest, terminate_instance
 from controller.cloudprovider.errors import CloudProviderError
@@ -69,13 +70,14 @@ class Launcher:
         owner: Mapping[str, Any] | None = None,
         controller: str = "provisioning",
         hold_for_binding: bool = False,
+        node_template: AWSNodeTemplate | None = None,
     ) -> LaunchResult:
         if provisioner.limits:
             smallest = _smallest_capacity(node, provisioner.limits)
             why = limit_exceeded(provisioner.limits, usage, smallest)
             if why:
                 raise LaunchError(f"launching node, {why}")
-        instance = self._create(node, controller)
+        instance = self._create(NodeRequest.from_new_node(node, provisioner, node_template), controller)
         try:
             why = limit_exceeded(provisioner.limits, usage, instance.capacity) if provisioner.limits else ""
             if why:
@@ -104,10 +106,10 @@ class Launcher:
         )
         return LaunchResult(instance.name, instance, created)
 
-    def _create(self, node: NewNode, controller: str) -> Instance:
+    def _create(self, request: NodeRequest, controller: str) -> Instance:
         started = time.monotonic()
         try:
-            return self.cloud.create(NodeRequest.from_new_node(node))
+            return self.cloud.create(request)
         except CloudProviderError as err:
             raise LaunchError(f"launching node: {err}") from err
         finally:

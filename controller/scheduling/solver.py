@@ -26,7 +26,6 @@ from controller.core.taints import PREFER_NO_SCHEDULE, Taint, first_untolerated,
 from controller.scheduling import topology as topo
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
 from controller.scheduling.nodetable import NodeClass, NodeTable
-from controller.scheduling.overhead import apply_kubelet
 from controller.scheduling.podstate import PodState, requirements_of
 from controller.scheduling.provisioners import by_weight
 from controller.scheduling.types import InstanceType, ProvisionerSpec, SchedulingInput, StateNode
@@ -85,16 +84,10 @@ class Solver:
         given = self.inp.instance_types
         if isinstance(given, Mapping):
             return [list(given.get(p.name, ())) for p in self.provisioners]
+        # one catalog for every provisioner, as given: capacity and overhead (kubelet settings,
+        # node template) are the cloud provider's to compute (`get_instance_types`)
         catalog = list(given)
-        out: list[Sequence[InstanceType]] = []
-        done: list[tuple[object, Sequence[InstanceType]]] = []
-        for p in self.provisioners:
-            types = next((t for k, t in done if k == p.kubelet), None)
-            if types is None:
-                types = [apply_kubelet(it, p.kubelet) for it in catalog]
-                done.append((p.kubelet, types))
-            out.append(types)
-        return out
+        return [catalog for _ in self.provisioners]
 
     def vector(self, resources: Mapping[str, int]) -> np.ndarray:
         return np.array([resources.get(r, 0) for r in self.resources], dtype=np.int64)

@@ -265,9 +265,10 @@ class SchedulingSettings:
 class SchedulingInput:
     """Everything one scheduling decision reads.
 
-    `instance_types` is either one catalog for all provisioners (each provisioner's
-    kubeletConfiguration is then applied to it) or a mapping provisioner name → its types,
-    used as given. `daemonsets` are the daemonset pod templates as PodRequests.
+    `instance_types` is either one catalog used as given for all provisioners, or a mapping
+    provisioner name → its types (what the cloud provider's `get_instance_types(provisioner,
+    node_template)` returned: kubelet settings and node template already applied; the scheduler
+    computes no capacity). `daemonsets` are the daemonset pod templates as PodRequests.
     """
 
     pods: Sequence[PodRequest]

@@ -19,8 +19,10 @@ from typing import Any
 
 import yaml
 
+from controller.apis.awsnodetemplate import NodeTemplateNotFoundError, resolve_node_template
 from controller.apis.errors import InvalidObjectError
 from controller.apis.load import load_awsnodetemplate, load_provisioner
+from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.simulated.catalog import CatalogError, catalog_from_json
 from controller.core.quantity import QuantityError
 from controller.core.resources import parse_resources
@@ -44,6 +46,9 @@ class Inputs:
     daemonsets: list[PodRequest] = field(default_factory=list)
     nodes: list[StateNode] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # provisioner name → (providerRef name, inline provider); AWSNodeTemplates by name
+    provider_refs: dict[str, tuple[str | None, dict[str, Any] | None]] = field(default_factory=dict)
+    node_templates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def documents(path: str) -> list[tuple[str, Mapping[str, Any]]]:
@@ -87,9 +92,12 @@ def read_inputs(paths: Iterable[str]) -> Inputs:
             kind = doc.get("kind")
             try:
                 if kind == "Provisioner":
-                    inputs.provisioners.append(provisioner_spec(load_provisioner(dict(doc))))
+                    prov = load_provisioner(dict(doc))
+                    inputs.provisioners.append(provisioner_spec(prov))
+                    inputs.provider_refs[prov.name] = (prov.provider_ref_name, prov.provider)
                 elif kind == "AWSNodeTemplate":
-                    load_awsnodetemplate(dict(doc))
+                    template = load_awsnodetemplate(dict(doc))
+                    inputs.node_templates[template.name] = template.to_wire()
                 elif kind == "Pod":
                     raw_pods.append((where, doc))
                 elif kind in (*REPLICATED, "Job"):
@@ -166,3 +174,19 @@ def read_catalog(path: str) -> tuple[InstanceType, ...]:
         return catalog_from_json(obj)
     except CatalogError as err:
         raise InputError(f"{path}: {err}") from err
+
+
+def types_by_provisioner(inputs: Inputs, catalog: Sequence[InstanceType]) -> dict[str, tuple[InstanceType, ...]]:
+    """Each provisioner's view of the catalog through its kubelet settings and the
+    AWSNodeTemplate it references (as the simulated cloud provider computes it); a referenced
+    template missing from the inputs is a warning (the simulated cloud needs none)."""
+    out = {}
+    for spec in inputs.provisioners:
+        ref, inline = inputs.provider_refs.get(spec.name, (None, None))
+        try:
+            template = resolve_node_template(spec.name, ref, inline, inputs.node_templates)
+        except NodeTemplateNotFoundError as err:  # the simulated cloud needs none: AL2 defaults
+            inputs.warnings.append(f"{err} in the inputs; its nodes use the AL2 defaults")
+            template = None
+        out[spec.name] = for_provisioner(catalog, spec.kubelet, template)
+    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock, FakeClock
 from controller.cloudprovider.base import Instance, NodeRequest, instance_labels
 from controller.cloudprovider.errors import InsufficientCapacityError, NodeNotFoundError
@@ -18,6 +19,7 @@ from controller.scheduling.types import InstanceType, ProvisionerSpec
 
 class FakeCloudProvider:
     name = "fake"
+    default_node_template: str | None = None
 
     def __init__(self, instance_types: Sequence[InstanceType] = (), clock: Clock | None = None) -> None:
         self.instance_types = tuple(instance_types)
@@ -28,9 +30,13 @@ class FakeCloudProvider:
         self.delete_error: Exception | None = None
         self.create_calls: list[NodeRequest] = []
         self.delete_calls: list[str] = []
+        self.instance_type_calls: list[tuple[str | None, AWSNodeTemplate | None]] = []
         self._seq = 0
 
-    def get_instance_types(self, provisioner: ProvisionerSpec | None = None) -> tuple[InstanceType, ...]:
+    def get_instance_types(
+        self, provisioner: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
+    ) -> tuple[InstanceType, ...]:
+        self.instance_type_calls.append((provisioner.name if provisioner else None, node_template))
         return self.instance_types
 
     def create(self, request: NodeRequest) -> Instance:

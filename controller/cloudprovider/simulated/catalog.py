@@ -5,7 +5,7 @@ Pure and deterministic. `simulated_catalog()` models AWS: categories c, m, r, t 
 variants, local-NVMe (`d`) and network (`n`) variants, sizes large … 48xlarge and metal, ENI
 limits, GPUs, the `karpenter.k8s.aws/instance-*` labels, 3 zones in us-west-2, and spot and
 on-demand offerings priced by `pricing.py`. Capacity and overhead follow
-`controller.scheduling.overhead` with default kubelet settings.
+`controller.cloudprovider.aws.overhead` with default kubelet settings.
 
 `catalog_to_json()` / `catalog_from_json()` are the `{"instanceTypes": [...]}` format of
 design.md, so a catalog exported from a real AWS account can be used instead.
@@ -19,12 +19,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.cloudprovider.aws.overhead import MachineShape, capacity, eni_limited_pods, overhead
 from controller.cloudprovider.simulated.pricing import on_demand_price, spot_price
 from controller.core import labels as L
 from controller.core.quantity import QuantityError
 from controller.core.resources import format_resources, parse_resources
 from controller.scheduling.instancetypes import new_instance_type
-from controller.scheduling.overhead import MachineShape, capacity, eni_limited_pods, overhead
 from controller.scheduling.types import InstanceType, Offering
 
 REGION = "us-west-2"

@@ -20,13 +20,17 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
+from controller.cloudprovider.aws.amifamily import node_shape
+from controller.cloudprovider.aws.overhead import NodeShape
+from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings, instance_labels, with_unavailable
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.store import FAULT_INSUFFICIENT_CAPACITY, InstanceRow, Store
 from controller.scheduling.instancetypes import LaunchOption, launch_order
-from controller.scheduling.types import InstanceType, ProvisionerSpec
+from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,7 @@ def instance_id_of(pid: str) -> str:
 
 class SimulatedCloudProvider:
     name = "simulated"
+    default_node_template: str | None = None  # needs none; a referenced one still shapes the nodes
 
     def __init__(
         self,
@@ -64,16 +69,28 @@ class SimulatedCloudProvider:
         self._node_label = node_label
         self.unavailable = UnavailableOfferings(clock, ice_ttl)
         self._types_cache: tuple[int, tuple[InstanceType, ...]] | None = None
+        self._shaped: list[tuple[KubeletSpec | None, NodeShape, tuple[InstanceType, ...]]] = []
         self._lock = threading.Lock()
 
     # Catalog ----------------------------------------------------------------------------------
 
-    def get_instance_types(self, provisioner: ProvisionerSpec | None = None) -> tuple[InstanceType, ...]:
+    def get_instance_types(
+        self, provisioner: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
+    ) -> tuple[InstanceType, ...]:
         version, unavailable = self.unavailable.snapshot()
         with self._lock:
             if self._types_cache is None or self._types_cache[0] != version:
                 self._types_cache = (version, with_unavailable(self._catalog, unavailable))
-            return self._types_cache[1]
+                self._shaped.clear()
+            types = self._types_cache[1]
+            kubelet = provisioner.kubelet if provisioner is not None else None
+            shape = node_shape(node_template)
+            # KubeletSpec holds dicts (unhashable): a short list of the shapes asked for
+            shaped = next((t for k, s, t in self._shaped if k == kubelet and s == shape), None)
+            if shaped is None:
+                shaped = for_provisioner(types, kubelet, node_template)
+                self._shaped.append((kubelet, shape, shaped))
+            return shaped
 
     # Instances --------------------------------------------------------------------------------
 

@@ -1,12 +1,10 @@
-"""AWS capacity and overhead formulas (`controller/scheduling/overhead.py`, spec §4.5)."""
+"""AWS capacity and overhead formulas (`controller/cloudprovider/aws/overhead.py`, spec §4.5)."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.cloudprovider.simulated.catalog import simulated_catalog
-from controller.core.resources import format_resources
-from controller.scheduling.overhead import (
+from controller.cloudprovider.aws.overhead import (
     MachineShape,
     apply_kubelet,
     capacity,
@@ -16,6 +14,8 @@ from controller.scheduling.overhead import (
     pod_capacity,
     shape_of,
 )
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core.resources import format_resources
 from controller.scheduling.types import KubeletSpec
 from tests.builders.scheduling import make_instance_type
 

@@ -1,14 +1,21 @@
-"""AWS capacity and overhead formulas (spec §4.5), and applying a kubeletConfiguration.
+"""AWS capacity and overhead formulas (spec §4.5) and their per-provisioner application.
 
-Pure. Capacity: cpu = vCPUs; memory = MiB − ceil(MiB × 7.5 %) (VM overhead); pods = maxPods,
-else the ENI limit `MaxENI × (IPv4PerENI − 1) + 2`, then capped by `podsPerCore × vCPUs`.
+Pure; the cloud math of AWS-shaped instance types, used by the AWS provider and by the
+simulated provider (whose catalog is AWS-shaped). The scheduler never computes capacity: the
+providers' `get_instance_types(provisioner, node_template)` return types with these applied.
+
+Capacity: cpu = vCPUs; memory = MiB − ceil(MiB × 7.5 %) (VM overhead); ephemeral-storage = the
+node template's root volume (20Gi by default); pods = maxPods, else the ENI limit
+`MaxENI × (IPv4PerENI − 1) + 2`, then capped by `podsPerCore × vCPUs` when the AMI family
+supports podsPerCore (Bottlerocket does not).
 Overhead = kube-reserved + system-reserved + eviction threshold:
-- kube-reserved: memory `11 × ENI-pods + 255` MiB, ephemeral-storage 1Gi, cpu 6 % of the first
-  core, 1 % of the second, 0.5 % of cores 3–4 and 0.25 % above (each range floored);
-  `kubeReserved` entries replace these per key;
+- kube-reserved: memory `11 × P + 255` MiB (P = the ENI-limited pods, or the computed pods for
+  Bottlerocket), ephemeral-storage 1Gi, cpu 6 % of the first core, 1 % of the second, 0.5 % of
+  cores 3–4 and 0.25 % above (each range floored); `kubeReserved` entries replace these per key;
 - system-reserved: `systemReserved` as given;
 - eviction: memory 100Mi and 10 % of ephemeral storage, or the largest `memory.available` /
-  `nodefs.available` of evictionHard and evictionSoft (a percentage of capacity, 100 % = 0).
+  `nodefs.available` of evictionHard and evictionSoft (soft ignored by Bottlerocket; a
+  percentage of capacity, 100 % = 0).
 Worked example (m5.xlarge, defaults): allocatable cpu 3920m, memory 14162Mi, pods 58.
 """
 
@@ -43,6 +50,20 @@ class MachineShape:
     ephemeral_storage: int = DEFAULT_EPHEMERAL_STORAGE
 
 
+@dataclass(frozen=True, slots=True)
+class NodeShape:
+    """What a node template changes in the formulas: the AMI family's feature flags and the
+    root volume size (spec §4.5, §5.9 per-family defaults)."""
+
+    pods_per_core: bool = True  # the family honours podsPerCore
+    eviction_soft: bool = True  # the family honours evictionSoft
+    eni_limited_memory: bool = True  # kube-reserved memory from the ENI-limited pods
+    ephemeral_storage: int | None = None  # None: keep the type's (20Gi default)
+
+
+DEFAULT_NODE_SHAPE = NodeShape()
+
+
 def eni_limited_pods(max_enis: int, ipv4_per_eni: int) -> int:
     return max_enis * (ipv4_per_eni - 1) + 2
 
@@ -57,22 +78,24 @@ def kube_reserved_cpu(vcpus: int) -> int:
     return total
 
 
-def pod_capacity(shape: MachineShape, kubelet: KubeletSpec | None) -> int:
+def pod_capacity(shape: MachineShape, kubelet: KubeletSpec | None, node: NodeShape = DEFAULT_NODE_SHAPE) -> int:
     count = shape.eni_pods
     if kubelet is not None and kubelet.max_pods is not None:
         count = kubelet.max_pods
-    if kubelet is not None and kubelet.pods_per_core:
+    if kubelet is not None and kubelet.pods_per_core and node.pods_per_core:
         count = min(kubelet.pods_per_core * shape.vcpus, count)
     return count
 
 
-def capacity(shape: MachineShape, kubelet: KubeletSpec | None = None) -> dict[str, int]:
+def capacity(
+    shape: MachineShape, kubelet: KubeletSpec | None = None, node: NodeShape = DEFAULT_NODE_SHAPE
+) -> dict[str, int]:
     vm_overhead = math.ceil(shape.memory_mib * VM_MEMORY_OVERHEAD_PERCENT)
     out = {
         CPU: shape.vcpus * 1000,
         MEMORY: (shape.memory_mib - vm_overhead) * MIB,
-        EPHEMERAL_STORAGE: shape.ephemeral_storage,
-        PODS: pod_capacity(shape, kubelet),
+        EPHEMERAL_STORAGE: node.ephemeral_storage or shape.ephemeral_storage,
+        PODS: pod_capacity(shape, kubelet, node),
     }
     out.update({k: v for k, v in shape.extended.items() if v})
     return out
@@ -87,10 +110,15 @@ def _signal(capacity_value: int, text: str) -> int:
     return int_value(text)
 
 
-def eviction_threshold(cap: Mapping[str, int], kubelet: KubeletSpec | None) -> dict[str, int]:
+def eviction_threshold(
+    cap: Mapping[str, int], kubelet: KubeletSpec | None, node: NodeShape = DEFAULT_NODE_SHAPE
+) -> dict[str, int]:
     out = {MEMORY: 100 * MIB, EPHEMERAL_STORAGE: math.ceil(cap[EPHEMERAL_STORAGE] / 100 * 10)}
     override: dict[str, int] = {}
-    for signals in (kubelet.eviction_hard, kubelet.eviction_soft) if kubelet is not None else ():
+    sources: tuple[Mapping[str, str], ...] = ()
+    if kubelet is not None:
+        sources = (kubelet.eviction_hard, kubelet.eviction_soft) if node.eviction_soft else (kubelet.eviction_hard,)
+    for signals in sources:
         for signal, resource in (("memory.available", MEMORY), ("nodefs.available", EPHEMERAL_STORAGE)):
             if signal in signals:
                 value = _signal(cap[resource], signals[signal])
@@ -99,10 +127,16 @@ def eviction_threshold(cap: Mapping[str, int], kubelet: KubeletSpec | None) -> d
     return out
 
 
-def overhead(shape: MachineShape, cap: Mapping[str, int], kubelet: KubeletSpec | None = None) -> dict[str, int]:
+def overhead(
+    shape: MachineShape,
+    cap: Mapping[str, int],
+    kubelet: KubeletSpec | None = None,
+    node: NodeShape = DEFAULT_NODE_SHAPE,
+) -> dict[str, int]:
+    pods = shape.eni_pods if node.eni_limited_memory else cap.get(PODS, shape.eni_pods)
     kube = {
         CPU: kube_reserved_cpu(shape.vcpus),
-        MEMORY: (11 * shape.eni_pods + 255) * MIB,
+        MEMORY: (11 * pods + 255) * MIB,
         EPHEMERAL_STORAGE: GIB,
     }
     system: Mapping[str, int] = {}
@@ -110,7 +144,7 @@ def overhead(shape: MachineShape, cap: Mapping[str, int], kubelet: KubeletSpec |
         kube.update(kubelet.kube_reserved)
         system = kubelet.system_reserved
     out: dict[str, int] = {}
-    for part in (kube, system, eviction_threshold(cap, kubelet)):
+    for part in (kube, system, eviction_threshold(cap, kubelet, node)):
         for name, value in part.items():
             out[name] = out.get(name, 0) + value
     return out
@@ -135,16 +169,18 @@ def shape_of(it: InstanceType) -> MachineShape:
     )
 
 
-def apply_kubelet(it: InstanceType, kubelet: KubeletSpec | None) -> InstanceType:
-    """The instance type as a provisioner with this kubeletConfiguration sees it.
+def apply_kubelet(it: InstanceType, kubelet: KubeletSpec | None, node: NodeShape = DEFAULT_NODE_SHAPE) -> InstanceType:
+    """The instance type as a provisioner with this kubeletConfiguration and node template sees it.
 
-    Without a kubelet configuration the type is returned unchanged (the catalog's values).
+    With neither (no kubelet settings, the default node shape) the type is returned unchanged.
     """
-    if kubelet is None or kubelet == KubeletSpec():
+    if kubelet == KubeletSpec():
+        kubelet = None
+    if kubelet is None and node == DEFAULT_NODE_SHAPE:
         return it
     shape = shape_of(it)
     cap = dict(it.capacity)
-    cap.update(capacity(shape, kubelet))
+    cap.update(capacity(shape, kubelet, node))
     pods = Requirement(INSTANCE_PODS, False, frozenset({str(cap[PODS])}))
     reqs = Requirements(pods if key == INSTANCE_PODS else req for key, req in it.requirements.items())
-    return replace(it, requirements=reqs, capacity=cap, overhead=overhead(shape, cap, kubelet))
+    return replace(it, requirements=reqs, capacity=cap, overhead=overhead(shape, cap, kubelet, node))
