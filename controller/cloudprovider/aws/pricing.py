@@ -1,0 +1,161 @@
+"""EC2 prices: on-demand per instance type, spot per (type, zone) (spec §4.4, issue 10 §2).
+
+On-demand prices start from a price file — the committed `data/prices.json` (public Price List
+facts with their date, made by `pricegen.py`) or the user's own file in the same format — and
+are replaced by the Price List API (`pricing` `GetProducts`: Linux, shared tenancy, no
+pre-installed software) when it answers. Spot prices come from `DescribeSpotPriceHistory`
+(latest per type and zone); until they arrive, spot = on-demand. A type without a known price
+has no available offering. A malformed price document is skipped with a warning; a refresh that
+yields nothing keeps the prices it had. `version` changes with every change, so the catalog
+built from the prices can be cached.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from controller.cloudprovider.aws.api import AWSApi
+
+log = logging.getLogger(__name__)
+
+PRODUCT_FILTERS = {
+    "operatingSystem": "Linux",
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "capacitystatus": "Used",
+}
+
+
+class PriceFileError(ValueError):
+    """A price file that cannot be used; the message names the file and the entry."""
+
+
+class PriceDocumentError(ValueError):
+    """One GetProducts document that is not a usable on-demand price."""
+
+
+def read_price_file(path: str | Path | None = None) -> dict[str, Any]:
+    """The price file (the committed one when `path` is None), checked."""
+    where = str(path) if path else "the built-in price file"
+    try:
+        if path:
+            text = Path(path).read_text(encoding="utf-8")
+        else:
+            text = resources.files("controller.cloudprovider.aws").joinpath("data/prices.json").read_text("utf-8")
+        doc = json.loads(text)
+    except (OSError, json.JSONDecodeError) as err:
+        raise PriceFileError(f"{where}: cannot read: {err}") from err
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("onDemand"), Mapping):
+        raise PriceFileError(f'{where}: expected an object with "onDemand": {{region: {{type: price}}}}')
+    for region, table in doc["onDemand"].items():
+        if not isinstance(table, Mapping):
+            raise PriceFileError(f"{where}: onDemand.{region}: expected a mapping of instance type to price")
+        for name, price in table.items():
+            if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+                raise PriceFileError(f"{where}: onDemand.{region}.{name}: not a price: {price!r}")
+    return dict(doc)
+
+
+def parse_product(document: str | Mapping[str, Any]) -> tuple[str, float]:
+    """(instance type, USD per hour) of one Price List product document (PriceDocumentError otherwise)."""
+    try:
+        doc = json.loads(document) if isinstance(document, str) else document
+        name = doc["product"]["attributes"]["instanceType"]
+        prices = []
+        for term in doc["terms"]["OnDemand"].values():
+            for dim in term["priceDimensions"].values():
+                prices.append(float(dim["pricePerUnit"]["USD"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise PriceDocumentError(f"not an on-demand price document ({type(err).__name__}: {err})") from err
+    if not isinstance(name, str) or not name or not prices:
+        raise PriceDocumentError("no instance type or no on-demand price in the document")
+    return name, max(prices)
+
+
+def parse_products(documents: Iterable[str | Mapping[str, Any]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for i, document in enumerate(documents):
+        try:
+            name, price = parse_product(document)
+        except PriceDocumentError as err:
+            log.warning("ignoring price document %d: %s", i, err)
+            continue
+        if price > 0:  # zero-priced entries are reservations or placeholders
+            out[name] = price
+    return out
+
+
+def fetch_on_demand(api: AWSApi, region: str) -> dict[str, float]:
+    filters = [
+        {"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in {**PRODUCT_FILTERS, "regionCode": region}.items()
+    ]
+    docs = api.pages(
+        "pricing",
+        "get_products",
+        "PriceList",
+        f"AmazonEC2 {region}",
+        ServiceCode="AmazonEC2",
+        Filters=filters,
+        FormatVersion="aws_v1",
+    )
+    return parse_products(docs)
+
+
+class Prices:
+    def __init__(self, region: str, price_file: Mapping[str, Any] | None = None) -> None:
+        doc = price_file if price_file is not None else read_price_file()
+        self.region = region
+        self.date = str(doc.get("date", ""))
+        self._on_demand: dict[str, float] = {k: float(v) for k, v in (doc["onDemand"].get(region) or {}).items()}
+        self._spot: dict[tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+        self.version = 0
+        if not self._on_demand:
+            log.warning("no on-demand prices for %s in the price file; waiting for the pricing API", region)
+
+    def on_demand(self, instance_type: str) -> float | None:
+        return self._on_demand.get(instance_type)
+
+    def spot(self, instance_type: str, zone: str) -> float | None:
+        return self._spot.get((instance_type, zone), self._on_demand.get(instance_type))
+
+    def refresh_on_demand(self, api: AWSApi) -> int:
+        prices = fetch_on_demand(api, self.region)
+        if not prices:
+            log.warning(
+                "the pricing API returned no usable on-demand price for %s; keeping %d known prices",
+                self.region,
+                len(self._on_demand),
+            )
+            return 0
+        with self._lock:
+            self._on_demand = prices
+            self.version += 1
+        return len(prices)
+
+    def refresh_spot(self, api: AWSApi) -> int:
+        history = api.pages(
+            "ec2", "describe_spot_price_history", "SpotPriceHistory", "Linux/UNIX", ProductDescriptions=["Linux/UNIX"]
+        )
+        latest: dict[tuple[str, str], tuple[Any, float]] = {}
+        for entry in history:
+            try:
+                key = (str(entry["InstanceType"]), str(entry["AvailabilityZone"]))
+                stamp, price = entry.get("Timestamp"), float(entry["SpotPrice"])
+            except (KeyError, TypeError, ValueError) as err:
+                log.warning("ignoring spot price entry %r: %s", entry, err)
+                continue
+            if key not in latest or (stamp is not None and latest[key][0] is not None and stamp > latest[key][0]):
+                latest[key] = (stamp, price)
+        if not latest:
+            return 0
+        with self._lock:
+            self._spot = {k: v for k, (_, v) in latest.items()}
+            self.version += 1
+        return len(latest)

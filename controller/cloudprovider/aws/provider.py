@@ -1,0 +1,531 @@
+"""`AWSCloudProvider`: the `CloudProvider` protocol on EC2, through the `AWSApi` adapter.
+
+Catalog (`get_instance_types`): `DescribeInstanceTypes` (hvm, x86_64/arm64) and
+`DescribeInstanceTypeOfferings` per zone, loaded by `refresh()` (the background job; 5 min) and
+never listed on the hot path; restricted to the zones of the node template's subnets; priced by
+`pricing.Prices` (refreshed every 12 h); ICE-cached offerings unavailable; shaped per provisioner
+and node template (`shaping.for_provisioner`).
+
+Launch (`create`, spec §5.9): the request's types with an allowed available offering, the exotic
+filter, cheapest first, at most 60; spot when allowed and offered, else on-demand; per zone the
+subnet with the most free IPs; one launch template per AMI (`launchtemplates.py`); one
+`CreateFleet` (`instant`, capacity 1, `price-capacity-optimized` for spot, `lowest-price` for
+on-demand) with up to 60 (type, subnet) overrides. Errors `InsufficientInstanceCapacity`,
+`MaxSpotInstanceCountExceeded`, `VcpuLimitExceeded`, `UnfulfillableCapacity`, `Unsupported`
+put (type, zone, capacity type) in the ICE cache and the launch falls back (other types, then
+on-demand) within the same call. Instances are tagged `Name`, `karpenter.sh/provisioner-name`,
+`karpenter.sh/discovery`, `kubernetes.io/cluster/<cluster>=owned`, plus the template's tags.
+Provider IDs are `aws:///<zone>/<instance-id>`; the node name is the private DNS name.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from controller.core import labels as L
+from controller.apis.awsnodetemplate import AWSNodeTemplate
+from controller.clock import Clock
+from controller.cloudprovider.aws.amifamily import family_of
+from controller.cloudprovider.aws.api import AWSApi, AWSError
+from controller.cloudprovider.aws.instancetypes import GPU_RESOURCES, NEURON, instance_type, usable
+from controller.cloudprovider.aws.launchtemplates import LaunchTemplates, launch_template_data
+from controller.cloudprovider.aws.pricing import Prices
+from controller.cloudprovider.aws.resolver import Resolver, Subnet, ami_for
+from controller.cloudprovider.aws.shaping import for_provisioner
+from controller.cloudprovider.aws.userdata import Bootstrap, node_labels, user_data
+from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings
+from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
+from controller.scheduling.instancetypes import allowed_offerings
+from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
+
+log = logging.getLogger(__name__)
+
+SCHEME = "aws://"
+MAX_INSTANCE_TYPES = 60
+TYPES_TTL = 300.0
+PRICES_TTL = 12 * 3600.0
+ICE_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "VcpuLimitExceeded",
+        "UnfulfillableCapacity",
+        "Unsupported",
+    }
+)
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+DISCOVERY_TAG = "karpenter.sh/discovery"
+
+
+@dataclass(frozen=True)
+class AWSSettings:
+    region: str
+    cluster_name: str
+    cluster_endpoint: str = ""
+    cluster_ca_bundle: str = ""  # base64 PEM for the node bootstrap
+    cluster_dns_ip: str = ""
+    kubernetes_version: str = "1.27"
+    default_instance_profile: str = ""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    node_label: str = ""  # "key=value" every launched node carries (the local kwok manages these)
+    node_name_convention: str = "ip-name"  # or resource-name
+    eni_limited_pod_density: bool = True
+    isolated_vpc: bool = False  # no pricing API
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    return f"{SCHEME}/{zone}/{instance_id}"
+
+
+def instance_id_of(pid: str) -> str:
+    if not pid.startswith(SCHEME + "/") or not pid.rsplit("/", 1)[-1].startswith("i-"):
+        raise NodeNotFoundError(f"not an aws provider id: {pid!r}")
+    return pid.rsplit("/", 1)[-1]
+
+
+@dataclass
+class _Catalog:
+    infos: list[dict[str, Any]]
+    zones_by_type: dict[str, frozenset[str]]
+    loaded_at: float
+
+
+class AWSCloudProvider:
+    name = "aws"
+    default_node_template: str | None = "default"
+
+    def __init__(
+        self,
+        api: AWSApi,
+        settings: AWSSettings,
+        clock: Clock,
+        prices: Prices | None = None,
+        ice_ttl: float = 45.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api = api
+        self.settings = settings
+        self._clock = clock
+        self._sleep = sleep
+        self.prices = prices or Prices(settings.region)
+        self.unavailable = UnavailableOfferings(clock, ice_ttl)
+        self.resolver = Resolver(api, clock, settings.kubernetes_version)
+        self.launch_templates = LaunchTemplates(api, clock, settings.cluster_name)
+        self._catalog: _Catalog | None = None
+        self._prices_at: float | None = None
+        self._built: dict[tuple[Any, ...], tuple[InstanceType, ...]] = {}
+        self._shaped: list[tuple[tuple[Any, ...], Any, Any, tuple[InstanceType, ...]]] = []
+        self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+
+    # Background refresh ---------------------------------------------------------------------
+
+    def refresh(self, force: bool = False) -> None:
+        """Reload what is stale: instance types and offerings (5 min), prices (12 h), unused
+        launch templates. The `aws.refresh` job calls this; errors are logged, the old data stays."""
+        with self._refresh_lock:
+            now = self._clock.now()
+            if force or self._catalog is None or now - self._catalog.loaded_at >= TYPES_TTL:
+                self._load_catalog()
+            if force or self._prices_at is None or now - self._prices_at >= PRICES_TTL:
+                self._prices_at = now
+                self._refresh_prices()
+            self.launch_templates.cleanup()
+
+    def _load_catalog(self) -> None:
+        infos = self.api.pages(
+            "ec2",
+            "describe_instance_types",
+            "InstanceTypes",
+            "hvm x86_64/arm64",
+            Filters=[
+                {"Name": "supported-virtualization-type", "Values": ["hvm"]},
+                {"Name": "processor-info.supported-architecture", "Values": ["x86_64", "arm64"]},
+            ],
+        )
+        offerings = self.api.pages(
+            "ec2",
+            "describe_instance_type_offerings",
+            "InstanceTypeOfferings",
+            self.settings.region,
+            LocationType="availability-zone",
+        )
+        zones: dict[str, set[str]] = {}
+        for o in offerings:
+            zones.setdefault(o["InstanceType"], set()).add(o["Location"])
+        catalog = _Catalog(
+            [i for i in infos if usable(i)], {k: frozenset(v) for k, v in zones.items()}, self._clock.now()
+        )
+        with self._lock:
+            self._catalog = catalog
+            self._built.clear()
+            self._shaped.clear()
+        log.info("discovered %d instance types in %s", len(catalog.infos), self.settings.region)
+
+    def _refresh_prices(self) -> None:
+        try:
+            self.prices.refresh_spot(self.api)
+        except CloudProviderError as err:
+            log.warning("refreshing spot prices: %s", err)
+        if self.settings.isolated_vpc:
+            return
+        try:
+            self.prices.refresh_on_demand(self.api)
+        except CloudProviderError as err:
+            log.warning("refreshing on-demand prices (keeping the price file's): %s", err)
+
+    # Catalog -----------------------------------------------------------------------------------
+
+    def _zones(self, node_template: AWSNodeTemplate | None) -> frozenset[str]:
+        if node_template is None:
+            catalog = self._catalog
+            return frozenset().union(*catalog.zones_by_type.values()) if catalog else frozenset()
+        return frozenset(s.zone for s in self.resolver.subnets(node_template))
+
+    def _types(self, zones: frozenset[str]) -> tuple[InstanceType, ...]:
+        if self._catalog is None:
+            self.refresh()
+        catalog = self._catalog
+        assert catalog is not None
+        version, unavailable = self.unavailable.snapshot()
+        key = (id(catalog), zones, version, self.prices.version)
+        with self._lock:
+            built = self._built.get(key)
+        if built is None:
+            out = []
+            for info in catalog.infos:
+                offered = catalog.zones_by_type.get(info["InstanceType"], frozenset()) & zones
+                if offered:
+                    out.append(instance_type(info, self.settings.region, offered, self.prices, unavailable))
+            built = tuple(sorted(out, key=lambda it: it.name))
+            with self._lock:
+                if len(self._built) >= 8:  # stale versions
+                    self._built.clear()
+                    self._shaped.clear()
+                self._built[key] = built
+        return built
+
+    def get_instance_types(
+        self, provisioner: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
+    ) -> tuple[InstanceType, ...]:
+        base = self._types(self._zones(node_template))
+        kubelet = provisioner.kubelet if provisioner is not None else None
+        if not self.settings.eni_limited_pod_density and (kubelet is None or kubelet.max_pods is None):
+            kubelet = replace(kubelet or KubeletSpec(), max_pods=110)
+        key = (id(base),)
+        with self._lock:
+            for k, kub, tmpl, types in self._shaped:
+                if k == key and kub == kubelet and tmpl == node_template:
+                    return types
+        shaped = for_provisioner(base, kubelet, node_template)
+        with self._lock:
+            self._shaped.append((key, kubelet, node_template, shaped))
+        return shaped
+
+    # Launch ------------------------------------------------------------------------------------
+
+    def create(self, request: NodeRequest) -> Instance:
+        template = request.node_template
+        if template is None:
+            raise CloudProviderError(f"launching for provisioner {request.provisioner}: no AWSNodeTemplate")
+        subnets = self.resolver.subnets(template)
+        errors: list[str] = []
+        for _attempt in range(4):  # spot → other types → on-demand, within this one call
+            _, unavailable = self.unavailable.snapshot()
+            plan = self._plan(request, template, subnets, unavailable)
+            if plan is None:
+                break
+            result = self._fleet(request, template, plan)
+            if isinstance(result, Instance):
+                return result
+            errors += result
+        detail = "; ".join(sorted(set(errors))) or "no offering of the requested types is available"
+        raise InsufficientCapacityError(f"all requested instance types were unavailable during launch: {detail}")
+
+    def _plan(
+        self, request: NodeRequest, template: AWSNodeTemplate, subnets: Sequence[Subnet], unavailable: frozenset[Any]
+    ) -> _Plan | None:
+        options = []
+        for it in request.instance_type_options:
+            offers = [
+                o
+                for o in allowed_offerings(it, request.requirements)
+                if (it.name, o.zone, o.capacity_type) not in unavailable
+            ]
+            if offers:
+                options.append((it, offers))
+        if not options:
+            return None
+        plain = [(it, offers) for it, offers in options if not _exotic(it)]
+        options = plain or options
+        spot = any(o.capacity_type == L.CAPACITY_TYPE_SPOT for _, offers in options for o in offers)
+        capacity_type = L.CAPACITY_TYPE_SPOT if spot else L.CAPACITY_TYPE_ON_DEMAND
+        best: dict[str, Subnet] = {}
+        for subnet in subnets:  # sorted by free IPs: the first per zone is the roomiest
+            best.setdefault(subnet.zone, subnet)
+        priced = []
+        for it, offers in options:
+            mine = sorted(
+                (o for o in offers if o.capacity_type == capacity_type and o.zone in best),
+                key=lambda o: (o.price, o.zone),
+            )
+            if mine:
+                priced.append((mine[0].price, it.name, it, mine))
+        priced.sort(key=lambda p: (p[0], p[1]))
+        priced = priced[:MAX_INSTANCE_TYPES]
+        if not priced:
+            return None
+        overrides = [(it, o, best[o.zone]) for _, _, it, offers in priced for o in offers][:MAX_INSTANCE_TYPES]
+        return _Plan(capacity_type, overrides)
+
+    def _fleet(self, request: NodeRequest, template: AWSNodeTemplate, plan: _Plan) -> Instance | list[str]:
+        tags = self._tags(request, template)
+        configs: dict[str, list[dict[str, str]]] = {}
+        by_override: dict[tuple[str, str], tuple[InstanceType, Any]] = {}
+        if template.launch_template:
+            names = {it.name: template.launch_template for it, _, _ in plan.overrides}
+        else:
+            names = self._launch_templates(request, template, plan, tags)
+        for it, offering, subnet in plan.overrides:
+            name = names.get(it.name)
+            if name is None:
+                continue
+            configs.setdefault(name, []).append(
+                {"InstanceType": it.name, "SubnetId": subnet.id, "AvailabilityZone": offering.zone}
+            )
+            by_override[(it.name, offering.zone)] = (it, offering)
+        if not configs:
+            raise CloudProviderError(
+                f"launching for provisioner {request.provisioner}: no instance types satisfy requirements of amis"
+            )
+        params: dict[str, Any] = {
+            "Type": "instant",
+            "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": plan.capacity_type},
+            "LaunchTemplateConfigs": [
+                {"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"}, "Overrides": ovs}
+                for name, ovs in sorted(configs.items())
+            ],
+            "TagSpecifications": [
+                {"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())]}
+                for kind in ("instance", "volume", "fleet")
+            ],
+        }
+        if plan.capacity_type == L.CAPACITY_TYPE_SPOT:
+            params["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        else:
+            params["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        if template.context:
+            params["Context"] = template.context
+        try:
+            answer = self.api.call("ec2", "create_fleet", f"provisioner {request.provisioner}", **params)
+        except AWSError as err:
+            if "LaunchTemplate" in err.code and "NotFound" in err.code:
+                for name in configs:
+                    self.launch_templates.forget(name)
+            raise
+        errors = []
+        for error in answer.get("Errors") or []:
+            code, message = str(error.get("ErrorCode", "")), str(error.get("ErrorMessage", ""))
+            override = (error.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            if code in ICE_CODES and override.get("InstanceType"):
+                self.unavailable.mark(
+                    override["InstanceType"],
+                    override.get("AvailabilityZone", ""),
+                    error.get("Lifecycle") or plan.capacity_type,
+                )
+            elif code not in ICE_CODES:
+                raise CloudProviderError(f"ec2 CreateFleet (provisioner {request.provisioner}): {code}: {message}")
+            errors.append(f"{code}: {message}")
+        for group in answer.get("Instances") or []:
+            ids = group.get("InstanceIds") or []
+            if ids:
+                return self._launched(ids[0], request, by_override, plan.capacity_type)
+        if not errors:
+            errors.append("CreateFleet returned no instance")
+        return errors
+
+    def _launch_templates(
+        self, request: NodeRequest, template: AWSNodeTemplate, plan: _Plan, tags: Mapping[str, str]
+    ) -> dict[str, str]:
+        family = family_of(template)
+        amis = self.resolver.amis(template)
+        groups = self.resolver.security_groups(template)
+        profile = template.instance_profile or self.settings.default_instance_profile or None
+        spec = request.spec
+        max_pods = None
+        if spec is not None and spec.kubelet is not None and spec.kubelet.max_pods is not None:
+            max_pods = spec.kubelet.max_pods
+        elif not self.settings.eni_limited_pod_density:
+            max_pods = 110
+        boot = Bootstrap(
+            cluster_name=self.settings.cluster_name,
+            endpoint=self.settings.cluster_endpoint,
+            ca_bundle=self.settings.cluster_ca_bundle,
+            dns_ip=self.settings.cluster_dns_ip,
+            labels=node_labels(request.provisioner, spec.labels if spec else {}, plan.capacity_type),
+            taints=(*spec.taints, *spec.startup_taints) if spec else (),
+            kubelet=spec.kubelet if spec else None,
+            max_pods=max_pods,
+        )
+        try:
+            data_user = user_data(family.name, boot, template.user_data)
+        except ValueError as err:
+            raise CloudProviderError(f"AWSNodeTemplate {template.name}: userData: {err}") from err
+        names: dict[str, str] = {}
+        by_ami: dict[str, str] = {}
+        for it, _, _ in plan.overrides:
+            if it.name in names:
+                continue
+            gpu = any(it.capacity.get(r, 0) for r in (*GPU_RESOURCES.values(), NEURON))
+            ami = ami_for(amis, it.labels.get(L.ARCH, "amd64"), gpu)
+            if ami is None:
+                continue
+            if ami.id not in by_ami:
+                data = launch_template_data(template, ami.id, groups, data_user, profile)
+                by_ami[ami.id] = self.launch_templates.ensure(data, tags)
+            names[it.name] = by_ami[ami.id]
+        return names
+
+    def _tags(self, request: NodeRequest, template: AWSNodeTemplate) -> dict[str, str]:
+        cluster = self.settings.cluster_name
+        return {
+            "Name": f"{L.PROVISIONER_NAME}/{request.provisioner}",
+            f"kubernetes.io/cluster/{cluster}": "owned",
+            L.PROVISIONER_NAME: request.provisioner,
+            DISCOVERY_TAG: cluster,
+            **self.settings.tags,
+            **template.tags,
+        }
+
+    def _launched(
+        self, instance_id: str, request: NodeRequest, by_override: Mapping[tuple[str, str], Any], capacity_type: str
+    ) -> Instance:
+        raw: dict[str, Any] = {}
+        for attempt in range(6):  # the private DNS name can lag the launch
+            raw = self._describe(instance_id) or {}
+            if raw.get("PrivateDnsName"):
+                break
+            if attempt < 5:
+                self._sleep(1.0)
+        if not raw:
+            raise CloudProviderError(f"ec2 DescribeInstances ({instance_id}): launched instance not found")
+        zone = raw.get("Placement", {}).get("AvailabilityZone", "")
+        found = by_override.get((raw.get("InstanceType", ""), zone))
+        it = found[0] if found else None
+        price = found[1].price if found else 0.0
+        log.info("launched instance %s (%s, %s, %s)", instance_id, raw.get("InstanceType"), zone, capacity_type)
+        return self._instance(raw, it, price)
+
+    # Instances ---------------------------------------------------------------------------------
+
+    def _describe(self, instance_id: str) -> dict[str, Any] | None:
+        try:
+            answer = self.api.call("ec2", "describe_instances", instance_id, InstanceIds=[instance_id])
+        except AWSError as err:
+            if err.code.startswith("InvalidInstanceID"):
+                return None
+            raise
+        for reservation in answer.get("Reservations") or []:
+            for inst in reservation.get("Instances") or []:
+                return dict(inst)
+        return None
+
+    def _instance(self, raw: Mapping[str, Any], it: InstanceType | None, price: float | None = None) -> Instance:
+        tags = {t["Key"]: t["Value"] for t in raw.get("Tags") or []}
+        instance_id = str(raw["InstanceId"])
+        zone = str(raw.get("Placement", {}).get("AvailabilityZone", ""))
+        type_name = str(raw.get("InstanceType", ""))
+        capacity_type = L.CAPACITY_TYPE_SPOT if raw.get("InstanceLifecycle") == "spot" else L.CAPACITY_TYPE_ON_DEMAND
+        if it is None:
+            it = next((t for t in self._types(self._all_zones()) if t.name == type_name), None)
+        labels: dict[str, str] = dict(it.labels) if it is not None else {L.INSTANCE_TYPE: type_name}
+        labels.update({L.ZONE: zone, L.CAPACITY_TYPE: capacity_type, L.INSTANCE_TYPE: type_name})
+        provisioner = tags.get(L.PROVISIONER_NAME, "")
+        if provisioner:
+            labels[L.PROVISIONER_NAME] = provisioner
+        if raw.get("ImageId"):
+            labels[L.INSTANCE_AMI_ID] = str(raw["ImageId"])
+        annotations = {}
+        if self.settings.node_label:
+            key, _, value = self.settings.node_label.partition("=")
+            labels[key] = value
+            annotations[key] = value
+        dns = str(raw.get("PrivateDnsName") or "").lower()
+        name = dns if self.settings.node_name_convention == "ip-name" and dns else instance_id
+        launched = raw.get("LaunchTime")
+        created = launched.timestamp() if isinstance(launched, datetime) else self._clock.now()
+        if price is None and it is not None:
+            price = next((o.price for o in it.offerings if o.zone == zone and o.capacity_type == capacity_type), 0.0)
+        return Instance(
+            provider_id=provider_id(zone, instance_id),
+            name=name,
+            instance_type=type_name,
+            zone=zone,
+            capacity_type=capacity_type,
+            price=price or 0.0,
+            provisioner=provisioner,
+            created_at=created,
+            labels=labels,
+            annotations=annotations,
+            capacity={k: v for k, v in (it.capacity if it else {}).items() if v},
+            allocatable={k: v for k, v in (it.allocatable if it else {}).items() if v > 0},
+        )
+
+    def _all_zones(self) -> frozenset[str]:
+        catalog = self._catalog
+        return frozenset().union(*catalog.zones_by_type.values()) if catalog else frozenset()
+
+    def delete(self, provider_id: str) -> None:
+        instance_id = instance_id_of(provider_id)
+        raw = self._describe(instance_id)
+        if raw is None or raw.get("State", {}).get("Name") in ("terminated", "shutting-down"):
+            raise NodeNotFoundError(f"instance {instance_id} not found")
+        try:
+            self.api.call("ec2", "terminate_instances", instance_id, InstanceIds=[instance_id])
+        except AWSError as err:
+            if err.code.startswith("InvalidInstanceID"):
+                raise NodeNotFoundError(f"instance {instance_id} not found") from err
+            raise
+        log.info("terminated instance %s", instance_id)
+
+    def get(self, provider_id: str) -> Instance:
+        raw = self._describe(instance_id_of(provider_id))
+        if raw is None or raw.get("State", {}).get("Name") not in LIVE_STATES or not self._ours(raw):
+            raise NodeNotFoundError(f"instance {provider_id} not found")
+        return self._instance(raw, None)
+
+    def _ours(self, raw: Mapping[str, Any]) -> bool:
+        tags = {t["Key"]: t["Value"] for t in raw.get("Tags") or []}
+        return tags.get(f"kubernetes.io/cluster/{self.settings.cluster_name}") == "owned" and L.PROVISIONER_NAME in tags
+
+    def list(self) -> list[Instance]:
+        reservations = self.api.pages(
+            "ec2",
+            "describe_instances",
+            "Reservations",
+            f"cluster {self.settings.cluster_name}",
+            Filters=[
+                {"Name": f"tag:kubernetes.io/cluster/{self.settings.cluster_name}", "Values": ["owned"]},
+                {"Name": "tag-key", "Values": [L.PROVISIONER_NAME]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            ],
+        )
+        return [self._instance(i, None) for r in reservations for i in r.get("Instances") or []]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    capacity_type: str
+    overrides: list[tuple[InstanceType, Any, Subnet]]
+
+
+def _exotic(it: InstanceType) -> bool:
+    if it.labels.get(L.INSTANCE_SIZE) == "metal":
+        return True
+    return any(it.capacity.get(r, 0) for r in (*GPU_RESOURCES.values(), NEURON))

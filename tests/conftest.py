@@ -1,0 +1,27 @@
+"""Fixtures shared by every test directory: the moto server (AWS)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.moto import CREDENTIALS, MotoServer
+
+
+@pytest.fixture(scope="session")
+def moto_server_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    server = MotoServer.start(tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def moto_server(moto_server_session: MotoServer, monkeypatch: pytest.MonkeyPatch) -> MotoServer:
+    """The session's moto_server, reset: every test starts from an empty account."""
+    for key, value in CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    moto_server_session.reset()
+    return moto_server_session

@@ -1,0 +1,136 @@
+"""The AWS provider against a real moto_server: discovery, resolution, launch, terminate, list."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from controller.core import labels as L
+from controller.cloudprovider.aws.launchtemplates import CLUSTER_TAG
+from controller.cloudprovider.aws.resolver import ResolutionError
+from controller.cloudprovider.errors import NodeNotFoundError
+from tests.controller.cloudprovider.aws.builders import CLUSTER, make_provider, make_request, make_template
+from tests.support.moto import MotoServer
+
+
+def by_name(types: tuple, name: str):  # type: ignore[no-untyped-def]
+    return next(it for it in types if it.name == name)
+
+
+def test_discovery_real_types_priced_in_the_template_zones(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server)
+    types = env.provider.get_instance_types(None, make_template())
+    assert len(types) > 300
+    m5 = by_name(types, "m5.large")
+    assert m5.labels[L.ARCH] == "amd64" and m5.labels[L.INSTANCE_CATEGORY] == "m"
+    assert m5.labels[L.INSTANCE_GENERATION] == "5" and m5.labels[L.INSTANCE_CPU] == "2"
+    assert m5.labels[L.INSTANCE_MEMORY] == "8192" and m5.labels[L.INSTANCE_PODS] == "29"  # 3 × (10 − 1) + 2
+    assert {o.zone for o in m5.offerings} == {"us-east-1a", "us-east-1b"}  # the selected subnets' zones only
+    od = [o for o in m5.offerings if o.capacity_type == L.CAPACITY_TYPE_ON_DEMAND]
+    assert od and all(o.price == 0.096 and o.available for o in od)
+    history = moto_server.client("ec2").describe_spot_price_history(InstanceTypes=["m5.large"])["SpotPriceHistory"]
+    moto_spot = {h["AvailabilityZone"]: float(h["SpotPrice"]) for h in history}
+    spot = [o for o in m5.offerings if o.capacity_type == L.CAPACITY_TYPE_SPOT]
+    assert spot and all(o.price == moto_spot[o.zone] for o in spot)  # from DescribeSpotPriceHistory
+    assert m5.allocatable["cpu"] == 1930 and m5.capacity["pods"] == 29
+    assert by_name(types, "m6g.large").labels[L.ARCH] == "arm64"
+    unpriced = [it for it in types if it.name.startswith("x2iedn.")]
+    unpriced_od = [o for it in unpriced for o in it.offerings if o.capacity_type == L.CAPACITY_TYPE_ON_DEMAND]
+    assert unpriced_od and not any(o.available for o in unpriced_od)  # no on-demand price known: unavailable
+    describes = len(env.transport.named("describe_instance_types"))
+    env.provider.get_instance_types(None, make_template())
+    assert len(env.transport.named("describe_instance_types")) == describes  # cached, not listed again
+
+
+def test_subnets_security_groups_and_amis_by_tags_and_ids(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server)
+    resolver = env.provider.resolver
+    by_tag = resolver.subnets(make_template())
+    assert {s.id for s in by_tag} == set(env.account.subnets.values())
+    one = env.account.subnets["us-east-1b"]
+    assert [s.id for s in resolver.subnets(make_template("ids", subnetSelector={"aws-ids": one}))] == [one]
+    assert resolver.security_groups(make_template()) == [env.account.security_group]
+    ids = make_template("sg", securityGroupSelector={"aws-ids": env.account.security_group})
+    assert resolver.security_groups(ids) == [env.account.security_group]
+    amis = resolver.amis(make_template())
+    assert {a.id for a in amis} == {env.account.amd64_ami, env.account.arm64_ami}
+    assert [a.arch for a in resolver.amis(make_template("id", amiSelector={"aws-ids": env.account.arm64_ami}))] == [
+        "arm64"
+    ]
+    with pytest.raises(ResolutionError, match="no subnets matched selector"):
+        resolver.subnets(make_template("none", subnetSelector={"nothing": "here"}))
+    with pytest.raises(ResolutionError, match="no security groups"):
+        resolver.security_groups(make_template("none", securityGroupSelector={"nothing": "here"}))
+
+
+def test_launch_creates_a_tagged_fleet_instance_and_reuses_its_launch_template(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server, node_label="kwok.x-k8s.io/node=fake")
+    template = make_template(tags={"team": "infra"})
+    types = env.provider.get_instance_types(None, template)
+    request = make_request(types, ["m5.large", "m5.xlarge", "c5.large", "m6g.large"], template)
+    inst = env.provider.create(request)
+    (fleet,) = env.transport.named("create_fleet")
+    assert fleet["Type"] == "instant" and fleet["TargetCapacitySpecification"]["TotalTargetCapacity"] == 1
+    assert fleet["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "spot"
+    assert fleet["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
+    overrides = [o for c in fleet["LaunchTemplateConfigs"] for o in c["Overrides"]]
+    assert {o["InstanceType"] for o in overrides} == {"m5.large", "m5.xlarge", "c5.large", "m6g.large"}
+    assert {(o["AvailabilityZone"], o["SubnetId"]) for o in overrides} == set(
+        (z, s) for z, s in env.account.subnets.items()
+    )
+    assert len(fleet["LaunchTemplateConfigs"]) == 2  # one launch template per AMI (amd64, arm64)
+    assert inst.provider_id == f"aws:///{inst.zone}/{inst.provider_id.rsplit('/', 1)[-1]}"
+    assert inst.name.startswith("ip-") and inst.capacity_type == L.CAPACITY_TYPE_SPOT
+    assert inst.labels["kwok.x-k8s.io/node"] == "fake" and inst.labels[L.PROVISIONER_NAME] == "default"
+    assert inst.allocatable["pods"] > 0
+    ec2 = moto_server.client("ec2")
+    raw = ec2.describe_instances()["Reservations"][0]["Instances"][0]
+    tags = {t["Key"]: t["Value"] for t in raw["Tags"]}
+    assert tags[L.PROVISIONER_NAME] == "default" and tags["karpenter.sh/discovery"] == CLUSTER
+    assert tags[f"kubernetes.io/cluster/{CLUSTER}"] == "owned" and tags["team"] == "infra"
+    assert tags["Name"] == "karpenter.sh/provisioner-name/default"
+    lts = ec2.describe_launch_templates()["LaunchTemplates"]
+    assert len(lts) == 2 and all({"Key": CLUSTER_TAG, "Value": CLUSTER} in lt["Tags"] for lt in lts)
+    data = ec2.describe_launch_template_versions(LaunchTemplateName=lts[0]["LaunchTemplateName"])
+    lt_data = data["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert lt_data["MetadataOptions"]["HttpTokens"] == "required"
+    assert lt_data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    script = base64.b64decode(lt_data["UserData"]).decode()
+    assert f"/etc/eks/bootstrap.sh '{CLUSTER}'" in script and "karpenter.sh/provisioner-name=default" in script
+    # a second launch of the same configuration reuses the templates
+    env.provider.create(make_request(types, ["m5.large", "c5.large", "m6g.large", "m5.xlarge"], template))
+    assert len(ec2.describe_launch_templates()["LaunchTemplates"]) == 2
+    assert len(env.transport.named("create_launch_template")) == 2
+
+
+def test_on_demand_when_spot_is_not_allowed(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server)
+    template = make_template()
+    types = env.provider.get_instance_types(None, template)
+    inst = env.provider.create(make_request(types, ["m5.large"], template, capacity_types=["on-demand"]))
+    (fleet,) = env.transport.named("create_fleet")
+    assert fleet["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
+    assert fleet["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+    assert inst.capacity_type == L.CAPACITY_TYPE_ON_DEMAND and inst.price == 0.096
+
+
+def test_get_list_terminate(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server)
+    template = make_template()
+    types = env.provider.get_instance_types(None, template)
+    a = env.provider.create(make_request(types, ["m5.large"], template))
+    b = env.provider.create(make_request(types, ["c5.large"], template))
+    ec2 = moto_server.client("ec2")
+    ec2.run_instances(ImageId=env.account.amd64_ami, MinCount=1, MaxCount=1)  # not karpy's
+    assert sorted(i.provider_id for i in env.provider.list()) == sorted([a.provider_id, b.provider_id])
+    got = env.provider.get(a.provider_id)
+    assert got.instance_type == "m5.large" and got.provisioner == "default"
+    env.provider.delete(a.provider_id)
+    assert [i.provider_id for i in env.provider.list()] == [b.provider_id]
+    with pytest.raises(NodeNotFoundError):
+        env.provider.get(a.provider_id)
+    with pytest.raises(NodeNotFoundError):  # terminating a gone instance: callers treat it as done
+        env.provider.delete(a.provider_id)
+    with pytest.raises(NodeNotFoundError):
+        env.provider.get("aws:///us-east-1a/i-0123456789abcdef0")

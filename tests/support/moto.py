@@ -1,0 +1,58 @@
+"""A real moto_server (moto pinned in pyproject's dev extras) on a free loopback port.
+
+`MotoServer.start()` launches `python -m moto.server` in its own process group and waits until it
+answers; `reset()` clears every backend (`POST /moto-api/reset`) so each test starts from an
+empty account; `stop()` ends the process. Credentials are dummies: moto accepts any.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.support.procs import free_port, stop, wait_until
+
+REGION = "us-east-1"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing"}
+
+
+@dataclass
+class MotoServer:
+    url: str
+    proc: subprocess.Popen[bytes]
+
+    @staticmethod
+    def start(log: Path) -> MotoServer:
+        port = free_port()
+        out = log.open("wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        server = MotoServer(f"http://127.0.0.1:{port}", proc)
+        wait_until(server._answers, 30, "moto_server", proc)
+        return server
+
+    def _answers(self) -> bool:
+        with urllib.request.urlopen(f"{self.url}/moto-api/", timeout=2) as r:
+            return bool(r.status == 200)
+
+    def reset(self) -> None:
+        req = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            r.read()
+
+    def client(self, service: str, region: str = REGION) -> Any:
+        import boto3
+
+        return boto3.client(
+            service, region_name=region, endpoint_url=self.url, aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        stop(self.proc)
