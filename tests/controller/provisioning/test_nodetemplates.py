@@ -37,8 +37,12 @@ def eph_pod(name: str, storage: str) -> dict[str, Any]:
 
 def template(name: str, **spec: Any) -> dict[str, Any]:
     spec = {"subnetSelector": {"karpenter.sh/discovery": "c"}, "securityGroupSelector": {"a": "b"}, **spec}
-    return {"apiVersion": "karpenter.k8s.aws/v1alpha1", "kind": "AWSNodeTemplate", "metadata": {"name": name},
-            "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1alpha1",
+        "kind": "AWSNodeTemplate",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 class Env:
@@ -48,8 +52,9 @@ class Env:
         self.cloud = SimulatedCloudProvider(tmp_path / "cloud.db", self.clock, node_label="")
         self.state = ClusterState(self.clock)
         recorder = EventRecorder(self.kube, self.clock)
-        self.ctrl = ProvisioningController(self.state, self.kube, self.cloud, self.clock, recorder,
-                                           DecisionLog(self.clock))  # fmt: skip
+        self.ctrl = ProvisioningController(
+            self.state, self.kube, self.cloud, self.clock, recorder, DecisionLog(self.clock)
+        )
 
     def provisioner(self, ref: str | None, **spec: Any) -> None:
         if ref is not None:

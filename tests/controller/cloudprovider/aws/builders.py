@@ -49,7 +49,9 @@ def make_account(moto: MotoServer, zones: Sequence[str] = ("us-east-1a", "us-eas
     ec2.create_security_group(GroupName="other", Description="not selected", VpcId=vpc)
     amis = {}
     for arch in ("x86_64", "arm64"):
-        image = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "architecture", "Values": [arch]}])["Images"][0]
+        image = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "architecture", "Values": [arch]}])["Images"][
+            0
+        ]
         ec2.create_tags(Resources=[image["ImageId"]], Tags=[{"Key": "karpy-test", "Value": "eks"}])
         amis[arch] = image["ImageId"]
     return Account(vpc, subnets, sg, amis["x86_64"], amis["arm64"])
