@@ -101,7 +101,54 @@ def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
             node_label=settings.simulated_node_label,
             ice_ttl=settings.ice_ttl_seconds,
         )
-    raise ConfigError(f"cloud-provider: {settings.cloud_provider!r} is not available (use simulated)")
+    if settings.cloud_provider == "aws":
+        return make_aws_provider(settings, clock)
+    raise ConfigError(f"cloud-provider: {settings.cloud_provider!r} is not available (use simulated or aws)")
+
+
+def make_aws_provider(settings: Settings, clock: Clock) -> CloudProvider:
+    from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
+    from controller.cloudprovider.aws.pricing import PriceFileError, Prices, read_price_file
+    from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
+
+    if not settings.aws_region:
+        raise ConfigError("aws-region: required with --cloud-provider aws")
+    try:
+        prices = Prices(settings.aws_region, read_price_file(settings.aws_price_file or None))
+        tags = settings.tags()
+    except (PriceFileError, ValueError) as err:
+        raise ConfigError(str(err)) from err
+    aws = AWSSettings(
+        region=settings.aws_region,
+        cluster_name=settings.cluster_name,
+        cluster_endpoint=settings.aws_cluster_endpoint,
+        cluster_ca_bundle=settings.aws_cluster_ca_bundle,
+        cluster_dns_ip=settings.aws_cluster_dns_ip,
+        kubernetes_version=settings.aws_kubernetes_version,
+        default_instance_profile=settings.aws_default_instance_profile,
+        tags=tags,
+        node_label=settings.aws_node_label,
+        isolated_vpc=settings.aws_isolated_vpc,
+    )
+    api = AWSApi(Boto3Transport(settings.aws_region, settings.aws_endpoint_url or None))
+    return AWSCloudProvider(api, aws, clock, prices, ice_ttl=settings.ice_ttl_seconds)
+
+
+class AWSRefresh:
+    """The `aws.refresh` job: the AWS provider's catalog, prices and launch templates, kept fresh
+    in the background so that no listing happens on the provisioning path."""
+
+    name = "aws.refresh"
+
+    def __init__(self, cloud: Any) -> None:
+        self.cloud = cloud
+        self._hydrated = False
+
+    def reconcile(self) -> None:
+        if not self._hydrated:
+            self.cloud.launch_templates.hydrate()
+            self._hydrated = True
+        self.cloud.refresh()
 
 
 def build(
@@ -134,6 +181,7 @@ def build(
             settings.gc_interval_seconds,
         ),
     ]
+    jobs += _aws_jobs(settings, state, kube, cloud, recorder, decisions)
     # Imported at module level: a deprovisioning module that fails to import crashes the process
     # at start instead of shipping a controller that never consolidates (issue 9, bug 5).
     deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning, recorder, decisions)
@@ -146,6 +194,28 @@ def build(
             settings.lease_duration_seconds, settings.lease_retry_seconds,
         )  # fmt: skip
     return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, jobs, elector)
+
+
+def _aws_jobs(
+    settings: Settings,
+    state: ClusterState,
+    kube: Kube,
+    cloud: CloudProvider,
+    recorder: EventRecorder,
+    decisions: DecisionLog,
+) -> list[Job]:
+    if cloud.name != "aws":
+        return []
+    jobs = [Job(AWSRefresh(cloud), 30.0)]
+    if settings.aws_interruption_queue:
+        from controller.cloudprovider.aws.interruption import InterruptionQueue
+        from controller.interruption.controller import InterruptionController
+
+        api = cloud.api  # type: ignore[attr-defined]
+        queue = InterruptionQueue(api, settings.aws_interruption_queue)
+        unavailable = cloud.unavailable  # type: ignore[attr-defined]
+        jobs.append(Job(InterruptionController(state, kube, queue, recorder, decisions, unavailable.mark), 1.0))
+    return jobs
 
 
 def _deprovisioning(

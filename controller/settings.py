@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import socket
 from collections.abc import Mapping
@@ -24,12 +25,24 @@ def _f(default: Any, help: str) -> Any:
 @dataclass(frozen=True)
 class Settings:
     kubeconfig: str = _f("", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
-    cloud_provider: str = _f("simulated", "cloud provider: simulated (aws is not wired yet)")
+    cloud_provider: str = _f("simulated", "cloud provider: simulated or aws")
     simulated_db: str = _f("~/.local/state/karpy/simulated-cloud.db", "SQLite file of the simulated cloud")
     simulated_node_label: str = _f(
         "kwok.x-k8s.io/node=fake", "label each simulated instance's node carries (the local kwok manages these)"
     )
     cluster_name: str = _f("karpy", "cluster name; instances are tagged with it")
+    aws_region: str = _f("", "AWS region (required with --cloud-provider aws; falls back to AWS_REGION)")
+    aws_endpoint_url: str = _f("", "AWS endpoint URL override for every service (e.g. a moto server)")
+    aws_cluster_endpoint: str = _f("", "the apiserver URL nodes bootstrap against (user data)")
+    aws_cluster_ca_bundle: str = _f("", "base64 CA bundle of the apiserver for the node bootstrap")
+    aws_cluster_dns_ip: str = _f("", "cluster DNS service IP passed to the kubelet")
+    aws_kubernetes_version: str = _f("1.27", "Kubernetes major.minor picking the EKS optimized AMIs")
+    aws_interruption_queue: str = _f("", "SQS queue name of EC2 interruption events (empty: off)")
+    aws_price_file: str = _f("", "on-demand price file used until the pricing API answers (default: built in)")
+    aws_default_instance_profile: str = _f("", "instance profile when an AWSNodeTemplate names none")
+    aws_isolated_vpc: bool = _f(False, "no pricing API calls (the price file is used)")
+    aws_node_label: str = _f("", "label key=value every launched node carries (e.g. kwok's, for tests)")
+    aws_tags: str = _f("", "JSON object of tags on every instance, volume and launch template")
     batch_idle_seconds: float = _f(1.0, "provisioning window closes after this long without new pods")
     batch_max_seconds: float = _f(10.0, "provisioning window closes after this long at most")
     bind_pods: bool = _f(True, "bind provisioned pods to their new node (off: kube-scheduler binds)")
@@ -86,13 +99,33 @@ class Settings:
                 raw = env.get(f"KARPY_{f.name.upper()}")
             if raw is None and f.name == "kubeconfig":
                 raw = env.get("KUBECONFIG")
+            if raw is None and f.name == "aws_region":
+                raw = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
             if raw is None:
                 continue
             values[f.name] = _convert(f, raw)
         settings = Settings(**values)
         if settings.log_format not in ("json", "text"):
             raise ValueError(f"log-format: must be json or text, not {settings.log_format!r}")
+        if settings.cloud_provider not in ("simulated", "aws"):
+            raise ValueError(f"cloud-provider: must be simulated or aws, not {settings.cloud_provider!r}")
+        if settings.aws_tags:
+            settings.tags()  # raises naming the flag
+        if settings.cloud_provider == "aws" and not settings.aws_region:
+            raise ValueError("aws-region: required with --cloud-provider aws (or set AWS_REGION)")
         return settings
+
+    def tags(self) -> dict[str, str]:
+        """`aws_tags` as a mapping; raises ValueError naming the flag."""
+        if not self.aws_tags:
+            return {}
+        try:
+            value = json.loads(self.aws_tags)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"aws-tags: not JSON: {err}") from None
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise ValueError("aws-tags: must be a JSON object of strings")
+        return {str(k): v for k, v in value.items()}
 
     def to_log(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

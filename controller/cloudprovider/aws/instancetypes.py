@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controller.core import labels as L
 from controller.cloudprovider.aws.overhead import MachineShape, capacity, eni_limited_pods, overhead
 from controller.cloudprovider.aws.pricing import Prices
+from controller.core import labels as L
 from controller.scheduling.instancetypes import new_instance_type
 from controller.scheduling.types import InstanceType, Offering
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from controller.core import labels as L
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import family_of
@@ -41,6 +40,7 @@ from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.aws.userdata import Bootstrap, node_labels, user_data
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
+from controller.core import labels as L
 from controller.scheduling.instancetypes import allowed_offerings
 from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
 

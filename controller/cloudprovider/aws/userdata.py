@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.core import labels as L
 from controller.cloudprovider.aws.amifamily import AL2, BOTTLEROCKET, CUSTOM
+from controller.core import labels as L
 from controller.core.resources import format_resources
 from controller.scheduling.types import KubeletSpec, Taint
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
 from controller.cloudprovider.aws.api import ApiError, AWSApi, AWSError

@@ -1,0 +1,1 @@
+"""The interruption controller (AWS): EC2 interruption events from SQS → cordon and drain."""
