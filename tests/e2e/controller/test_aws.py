@@ -1,0 +1,131 @@
+"""End to end on EC2 as moto serves it: `karpy controller --cloud-provider aws` (issue 10).
+
+The controller talks to a real moto_server (boto3 over HTTP) and the real local control plane:
+pending pods → CreateFleet on moto → a Node with the `aws:///<zone>/<id>` provider ID, which kwok
+manages through the `--aws-node-label` → pods Running; a spot interruption warning sent through
+EventBridge (rule → SQS queue) drains its node and the pods run elsewhere; a leaked instance
+tagged for the cluster is garbage-collected; scaling to zero terminates the moto instances.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller.apis import labels as L
+from controller.clock import SystemClock
+from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
+from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
+from controller.kube.resources import AWSNODETEMPLATES
+from tests.controller.cloudprovider.aws.builders import DISCOVERY, Account, make_account
+from tests.e2e.controller.conftest import KarpyEnv, wait_for
+from tests.e2e.deprovisioning.conftest import FAST
+from tests.support.moto import REGION, MotoServer
+
+pytestmark = pytest.mark.e2e
+
+QUEUE = "karpy-interruption"
+TYPES = {"key": L.INSTANCE_TYPE, "operator": "In", "values": ["m5.large", "m5.xlarge", "c5.xlarge"]}
+
+
+@pytest.fixture
+def aws(karpy: KarpyEnv, moto_server: MotoServer) -> Iterator[tuple[Account, AWSCloudProvider]]:
+    account = make_account(moto_server)
+    sqs, events = moto_server.client("sqs"), moto_server.client("events")
+    url = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="karpy-interruption", EventPattern=json.dumps({"source": ["aws.ec2", "aws.health"]}))
+    events.put_targets(Rule="karpy-interruption", Targets=[{"Id": "queue", "Arn": arn}])
+    template = {
+        "apiVersion": "karpenter.k8s.aws/v1alpha1",
+        "kind": "AWSNodeTemplate",
+        "metadata": {"name": "default"},
+        "spec": {"subnetSelector": DISCOVERY, "securityGroupSelector": DISCOVERY, "amiSelector": {"karpy-test": "eks"}},
+    }
+    karpy.apply(template)
+    api = AWSApi(Boto3Transport(REGION, moto_server.url))
+    cloud = AWSCloudProvider(api, AWSSettings(region=REGION, cluster_name=karpy.namespace), SystemClock())
+    try:
+        yield account, cloud
+    finally:
+        karpy.kube.delete(AWSNODETEMPLATES, "default")
+
+
+def start(karpy: KarpyEnv, moto: MotoServer) -> None:
+    karpy.start(
+        "replica-a",
+        *FAST,
+        "--cloud-provider",
+        "aws",
+        "--aws-region",
+        REGION,
+        "--aws-endpoint-url",
+        moto.url,
+        "--aws-node-label",
+        "kwok.x-k8s.io/node=fake",
+        "--aws-interruption-queue",
+        QUEUE,
+        "--aws-cluster-endpoint",
+        "https://127.0.0.1:6443",
+        "--gc-interval-seconds",
+        "1",
+        "--gc-leak-seconds",
+        "5",
+    )
+
+
+def node_of(pod: dict[str, Any]) -> str:
+    return str(pod["spec"].get("nodeName", ""))
+
+
+def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scale_to_zero_terminates(
+    karpy: KarpyEnv, moto_server: MotoServer, aws: tuple[Account, AWSCloudProvider]
+) -> None:
+    account, cloud = aws
+    karpy.provisioner(providerRef={"name": "default"}, requirements=[TYPES], ttlSecondsAfterEmpty=2)
+    start(karpy, moto_server)
+    karpy.deployment("web", 4, cpu="1", memory="1Gi")
+    wait_for(lambda: len(karpy.running("web")) == 4, 90, "4 pods Running on moto instances")
+    nodes = karpy.nodes()
+    assert nodes and all(n["spec"]["providerID"].startswith("aws:///us-east-1") for n in nodes)
+    assert all(n["metadata"]["name"].startswith("ip-") for n in nodes)
+    assert all(n["metadata"]["labels"][L.INSTANCE_TYPE] in TYPES["values"] for n in nodes)
+    assert {i.provider_id for i in cloud.list()} == {n["spec"]["providerID"] for n in nodes}
+    ec2 = moto_server.client("ec2")
+    fleets = ec2.describe_fleets()["Fleets"]
+    assert fleets and all(f["Type"] == "instant" for f in fleets)
+
+    # a spot interruption warning through EventBridge → SQS drains that node; its pods run elsewhere
+    victim = next(node_of(p) for p in karpy.running("web"))
+    victim_pid = next(n["spec"]["providerID"] for n in nodes if n["metadata"]["name"] == victim)
+    detail = {"instance-id": victim_pid.rsplit("/", 1)[-1], "instance-action": "terminate"}
+    entry = {"Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning", "Detail": json.dumps(detail)}
+    assert moto_server.client("events").put_events(Entries=[entry])["FailedEntryCount"] == 0
+    wait_for(lambda: victim not in {n["metadata"]["name"] for n in karpy.nodes()}, 90, "the interrupted node to go")
+    wait_for(
+        lambda: len([p for p in karpy.running("web") if node_of(p) != victim]) == 4, 90, "the pods running elsewhere"
+    )
+    wait_for(lambda: victim_pid not in {i.provider_id for i in cloud.list()}, 30, "the interrupted instance gone")
+    assert any(e["reason"] == "NodeTerminatingOnInterruption" for e in karpy.events("NodeTerminatingOnInterruption"))
+
+    # a leaked instance tagged for this cluster is terminated
+    tags = [
+        {"Key": f"kubernetes.io/cluster/{karpy.namespace}", "Value": "owned"},
+        {"Key": L.PROVISIONER_NAME, "Value": "default"},
+    ]
+    leaked = ec2.run_instances(
+        ImageId=account.amd64_ami,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="m5.large",
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )["Instances"][0]["InstanceId"]
+    wait_for(lambda: leaked not in {i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()}, 60, "the leak collected")
+
+    # scale to zero: the empty nodes go and their moto instances are terminated
+    karpy.scale("web", 0)
+    wait_for(lambda: not karpy.nodes(), 90, "every node deleted")
+    wait_for(lambda: not cloud.list(), 30, "every moto instance terminated")
