@@ -5,7 +5,7 @@ decision code they drive lives in `controller.simulate` (inputs, output). Bad in
 the file, document and field to stderr and exits with code 2 — never a traceback.
 
     karpy simulate --provisioners FILE --pods FILE [--nodes FILE] [--catalog FILE] --output json|table
-    karpy catalog [--provider simulated|aws] --output json|table
+    karpy catalog [--provider simulated|aws [--region R] [--endpoint-url URL] [--price-file F]] --output json|table
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from controller.cloudprovider.simulated.catalog import catalog_to_json, simulated_catalog
 from controller.core.resources import format_resources
 from controller.scheduling.scheduler import schedule
-from controller.scheduling.types import SchedulingInput
+from controller.scheduling.types import InstanceType, SchedulingInput
 from controller.simulate.inputs import InputError, read_catalog, read_inputs, types_by_provisioner
 from controller.simulate.output import to_json, to_table
 
@@ -56,15 +56,39 @@ def simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def catalog(args: argparse.Namespace) -> int:
-    if args.provider != "simulated":
-        print(
-            "karpy catalog: only --provider simulated can be listed without a cloud account; "
-            "export an AWS catalog with the aws cloud provider and pass it to simulate with --catalog",
-            file=sys.stderr,
-        )
+def _aws_catalog(args: argparse.Namespace) -> tuple[InstanceType, ...] | int:
+    """The AWS catalog of a region (every zone; default kubelet settings and AL2 node shape)."""
+    from controller.clock import SystemClock
+    from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
+    from controller.cloudprovider.aws.pricing import PriceFileError, Prices, read_price_file
+    from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
+    from controller.cloudprovider.errors import CloudProviderError
+
+    if not args.region:
+        print("karpy catalog: --region is required with --provider aws", file=sys.stderr)
         return EXIT_INPUT
-    types = simulated_catalog()
+    try:
+        prices = Prices(args.region, read_price_file(args.price_file))
+    except PriceFileError as err:
+        print(f"karpy catalog: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    api = AWSApi(Boto3Transport(args.region, args.endpoint_url))
+    provider = AWSCloudProvider(api, AWSSettings(region=args.region, cluster_name="karpy"), SystemClock(), prices)
+    try:
+        return provider.get_instance_types()
+    except CloudProviderError as err:
+        print(f"karpy catalog: {err}", file=sys.stderr)
+        return 1
+
+
+def catalog(args: argparse.Namespace) -> int:
+    if args.provider == "aws":
+        found = _aws_catalog(args)
+        if isinstance(found, int):
+            return found
+        types = found
+    else:
+        types = simulated_catalog()
     if args.output == "json":
         json.dump(catalog_to_json(types), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -87,5 +111,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.set_defaults(func=simulate)
     cat = subparsers.add_parser("catalog", help="the instance types the scheduler sees")
     cat.add_argument("--provider", choices=("simulated", "aws"), default="simulated")
+    cat.add_argument("--region", help="AWS region (with --provider aws)")
+    cat.add_argument("--endpoint-url", help="AWS endpoint URL override (e.g. a moto server)")
+    cat.add_argument("--price-file", help="on-demand price file (default: built in, then the pricing API)")
     cat.add_argument("--output", choices=("json", "table"), default="json")
     cat.set_defaults(func=catalog)

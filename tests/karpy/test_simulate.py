@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from tests.support.moto import MotoServer
 from tests.support.seeds import provisioner_documents
 
 REPO = Path(__file__).resolve().parents[2]
@@ -212,4 +213,21 @@ def test_catalog_json_is_what_simulate_reads(tmp_path: Path) -> None:
                 "--catalog", str(tmp_path / "catalog.json"), "--output", "json")  # fmt: skip
     assert sim.returncode == 0, sim.stderr
     assert json.loads(sim.stdout)["nodes"][0]["instanceType"] == "c5.large"
-    assert karpy("catalog", "--provider", "aws").returncode == 2
+    no_region = karpy("catalog", "--provider", "aws")
+    assert no_region.returncode == 2 and "--region is required" in no_region.stderr
+
+
+def test_aws_catalog_from_moto(moto_server: MotoServer, tmp_path: Path) -> None:
+    run = karpy("catalog", "--provider", "aws", "--region", "us-east-1", "--endpoint-url", moto_server.url,
+                "--output", "json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    m5 = next(e for e in doc["instanceTypes"] if e["name"] == "m5.large")
+    assert m5["capacity"]["pods"] == "29" and m5["allocatable"]["cpu"] == "1930m"
+    assert {o["price"] for o in m5["offerings"] if o["capacityType"] == "on-demand"} == {0.096}
+    assert m5["labels"]["karpenter.k8s.aws/instance-family"] == "m5"
+    bad = tmp_path / "prices.json"
+    bad.write_text('{"onDemand": {"us-east-1": {"m5.large": "cheap"}}}')
+    refused = karpy("catalog", "--provider", "aws", "--region", "us-east-1", "--endpoint-url", moto_server.url,
+                    "--price-file", str(bad))  # fmt: skip
+    assert refused.returncode == 2 and "onDemand.us-east-1.m5.large: not a price" in refused.stderr

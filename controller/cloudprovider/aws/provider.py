@@ -183,9 +183,11 @@ class AWSCloudProvider:
     # Catalog -----------------------------------------------------------------------------------
 
     def _zones(self, node_template: AWSNodeTemplate | None) -> frozenset[str]:
+        """The subnets' zones (every zone of the region without a template)."""
         if node_template is None:
-            catalog = self._catalog
-            return frozenset().union(*catalog.zones_by_type.values()) if catalog else frozenset()
+            if self._catalog is None:
+                self.refresh()
+            return self._all_zones()
         return frozenset(s.zone for s in self.resolver.subnets(node_template))
 
     def _types(self, zones: frozenset[str]) -> tuple[InstanceType, ...]:
