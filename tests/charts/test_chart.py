@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,32 @@ def test_the_dashboard_reads_with_get_list_watch_only_and_asks_the_controller(he
     assert docs["Service/karpy-controller"]["spec"]["ports"][0]["port"] == 8080
     controller = docs["Deployment/karpy-controller"]["spec"]["template"]["spec"]
     assert controller["serviceAccountName"] == "karpy"
+
+
+def test_aws_values_become_the_controllers_aws_settings(helm: Path) -> None:
+    docs = render(
+        helm, "--set", "controller.cloudProvider=aws", "--set", "controller.aws.region=eu-west-1",
+        "--set", "controller.aws.interruptionQueue=karpy-q", "--set", "controller.aws.tags.team=infra",
+        "--set", "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::1:role/karpy",
+    )
+    controller = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "karpy-controller")
+    container = controller["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert "--cloud-provider=aws" in container["args"]
+    assert env["KARPY_AWS_REGION"] == "eu-west-1" and env["KARPY_AWS_INTERRUPTION_QUEUE"] == "karpy-q"
+    assert json.loads(env["KARPY_AWS_TAGS"]) == {"team": "infra"}
+    # every KARPY_AWS_* name is a real controller setting
+    from controller.settings import Settings
+
+    names = {f"KARPY_{f.upper()}" for f in Settings.__dataclass_fields__}
+    assert {n for n in env if n.startswith("KARPY_")} <= names
+    sa = next(d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == "karpy")
+    assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::1:role/karpy"
+
+
+def test_aws_without_a_region_is_refused(helm: Path) -> None:
+    proc = subprocess.run(
+        [str(helm), "template", "karpy", str(CHART), "--set", "controller.cloudProvider=aws"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode != 0 and "controller.aws.region is required" in proc.stderr
