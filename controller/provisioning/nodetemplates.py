@@ -4,18 +4,22 @@ Pure over a snapshot plus the cloud provider's `get_instance_types(provisioner, 
 (which applies the provisioner's kubelet settings and the template's AMI family and block
 devices: the scheduler itself computes no capacity). Shared by provisioning (new nodes) and
 deprovisioning (replacements), so both see the same resolved template. A Provisioner whose
-template is missing gets no instance types and a message naming the template: its pods stay
-pending with that message.
+template is missing (or whose types cannot be listed, e.g. its subnet selector matches nothing)
+gets no instance types and a message naming the cause: its pods stay pending with that message.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate, NodeTemplateNotFoundError, resolve_node_template
 from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.errors import CloudProviderError
 from controller.scheduling.types import InstanceType
 from controller.state.snapshot import ProvisionerView, Snapshot
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -46,5 +50,10 @@ def instance_types_for(snap: Snapshot, cloud: CloudProvider) -> ProvisionerTypes
             out.missing[name] = str(err)
             continue
         out.templates[name] = template
-        out.types[name] = cloud.get_instance_types(view.spec, template)
+        try:
+            out.types[name] = cloud.get_instance_types(view.spec, template)
+        except CloudProviderError as err:  # e.g. the template's subnets match nothing
+            log.warning("instance types for provisioner %s: %s", name, err)
+            out.types[name] = ()
+            out.missing[name] = f"provisioner {name}: {err}"
     return out

@@ -1,7 +1,8 @@
 """`FakeCloudProvider`: an in-memory `CloudProvider` with knobs.
 
 Knobs: `next_create_error` (raised by the next `create`, then cleared), `create_errors` (a queue
-used after it), `delete_error`. Records: `create_calls` (the `NodeRequest`s), `delete_calls`.
+used after it), `delete_error`, `instance_types_error` (raised by `get_instance_types`). Records: `create_calls` (the
+`NodeRequest`s), `delete_calls`, `instance_type_calls` ((provisioner, node template) asked for).
 Launch choice is the real `launch_order()`, so tests see spot-first/cheapest-first behaviour.
 """
 
@@ -31,12 +32,15 @@ class FakeCloudProvider:
         self.create_calls: list[NodeRequest] = []
         self.delete_calls: list[str] = []
         self.instance_type_calls: list[tuple[str | None, AWSNodeTemplate | None]] = []
+        self.instance_types_error: Exception | None = None
         self._seq = 0
 
     def get_instance_types(
         self, provisioner: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
     ) -> tuple[InstanceType, ...]:
         self.instance_type_calls.append((provisioner.name if provisioner else None, node_template))
+        if self.instance_types_error is not None:
+            raise self.instance_types_error
         return self.instance_types
 
     def create(self, request: NodeRequest) -> Instance:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.clock import FakeClock
+from controller.cloudprovider.errors import CloudProviderError
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 from controller.core import labels as L
 from controller.core.quantity import int_value
@@ -21,7 +22,7 @@ from controller.kube.resources import AWSNODETEMPLATES, NODES, PODS, PROVISIONER
 from controller.provisioning.controller import ProvisioningController
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.state.cluster import ClusterState
-from tests.builders.wire import make_pod, make_provisioner
+from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
 
 GIB = 2**30
@@ -46,10 +47,10 @@ def template(name: str, **spec: Any) -> dict[str, Any]:
 
 
 class Env:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, cloud: Any = None) -> None:
         self.clock = FakeClock()
         self.kube = FakeKube(self.clock)
-        self.cloud = SimulatedCloudProvider(tmp_path / "cloud.db", self.clock, node_label="")
+        self.cloud = cloud or SimulatedCloudProvider(tmp_path / "cloud.db", self.clock, node_label="")
         self.state = ClusterState(self.clock)
         recorder = EventRecorder(self.kube, self.clock)
         self.ctrl = ProvisioningController(
@@ -122,3 +123,16 @@ def test_a_missing_template_leaves_pods_pending_with_an_event_naming_it(tmp_path
     env.clock.step(10)
     env.batch()
     assert len(env.kube.items(NODES)) == 1
+
+
+def test_a_cloud_error_listing_types_leaves_pods_pending_with_the_cause(tmp_path: Path) -> None:
+    cloud = FakeCloudProvider()
+    cloud.instance_types_error = CloudProviderError("no subnets matched selector {'a': 'b'}")
+    env = Env(tmp_path, cloud)
+    env.kube.put(AWSNODETEMPLATES, template("t"))
+    env.provisioner("t")
+    env.kube.put(PODS, make_pod("p0", cpu="1"))
+    env.batch()
+    assert env.kube.items(NODES) == []
+    messages = [e["message"] for e in env.kube.events if e["reason"] == "FailedScheduling"]
+    assert messages and "no subnets matched" in messages[0]

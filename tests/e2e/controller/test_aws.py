@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from controller.apis import labels as L
+from controller.core import labels as L
 from controller.clock import SystemClock
 from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
