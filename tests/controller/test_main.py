@@ -7,8 +7,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from controller.clock import FakeClock
-from controller.main import build, job_body
+from controller.main import ConfigError, build, job_body
 from controller.settings import Settings
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
@@ -71,3 +73,33 @@ def test_jobs_act_only_while_leading() -> None:
     app.stop.set()
     body()
     assert rec.calls == 1  # shutting down: no new action starts
+
+
+def test_aws_provider_jobs_refresh_and_interruption(tmp_path: Path) -> None:
+    clock = FakeClock()
+    settings = Settings(
+        cloud_provider="aws",
+        aws_region="us-east-1",
+        aws_endpoint_url="http://127.0.0.1:9",
+        aws_interruption_queue="q",
+        aws_tags='{"team": "infra"}',
+    )
+    app = build(settings, kube=FakeKube(clock), clock=clock)
+    assert app.cloud.name == "aws"
+    names = [j.controller.name for j in app.jobs]
+    assert "aws.refresh" in names and "interruption" in names
+    assert app.cloud.settings.tags == {"team": "infra"}  # type: ignore[attr-defined]
+    bad = tmp_path / "prices.json"
+    bad.write_text("{}")
+    with pytest.raises(ConfigError, match=r"prices\.json"):
+        build(Settings(cloud_provider="aws", aws_region="us-east-1", aws_price_file=str(bad)), kube=FakeKube(clock))
+
+
+def test_aws_settings_need_a_region_and_valid_tags() -> None:
+    with pytest.raises(ValueError, match="aws-region: required"):
+        Settings.from_args(environ={"KARPY_CLOUD_PROVIDER": "aws"})
+    assert (
+        Settings.from_args(environ={"KARPY_CLOUD_PROVIDER": "aws", "AWS_REGION": "eu-west-1"}).aws_region == "eu-west-1"
+    )
+    with pytest.raises(ValueError, match="aws-tags"):
+        Settings.from_args(environ={"KARPY_AWS_TAGS": "[1]"})
