@@ -265,9 +265,16 @@ class AWSCloudProvider:
         if not options:
             return None
         plain = [(it, offers) for it, offers in options if not _exotic(it)]
-        options = plain or options
+        options = _no_dearer_than_on_demand(plain or options)
         spot = any(o.capacity_type == L.CAPACITY_TYPE_SPOT for _, offers in options for o in offers)
         capacity_type = L.CAPACITY_TYPE_SPOT if spot else L.CAPACITY_TYPE_ON_DEMAND
+        spot_allowed = request.requirements.get_or_exists(L.CAPACITY_TYPE).has(L.CAPACITY_TYPE_SPOT)
+        if not spot and spot_allowed and len(options) < 5:
+            log.warning(
+                "at least 5 instance types are recommended when flexible to spot but requesting on-demand; "
+                "the current provisioning request only has %d instance type options",
+                len(options),
+            )
         best: dict[str, Subnet] = {}
         for subnet in subnets:  # sorted by free IPs: the first per zone is the roomiest
             best.setdefault(subnet.zone, subnet)
@@ -525,6 +532,16 @@ class AWSCloudProvider:
 class _Plan:
     capacity_type: str
     overrides: list[tuple[InstanceType, Any, Subnet]]
+
+
+def _no_dearer_than_on_demand(options: list[tuple[InstanceType, list[Any]]]) -> list[tuple[InstanceType, list[Any]]]:
+    """Spec §5.9 step 3, mixed-capacity filter: when both spot and on-demand are on offer, a type
+    whose cheapest offering costs more than the cheapest on-demand offering is dropped."""
+    kinds = {o.capacity_type for _, offers in options for o in offers}
+    if kinds != {L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND}:
+        return options
+    cheapest_od = min(o.price for _, offers in options for o in offers if o.capacity_type == L.CAPACITY_TYPE_ON_DEMAND)
+    return [(it, offers) for it, offers in options if min(o.price for o in offers) <= cheapest_od]
 
 
 def _exotic(it: InstanceType) -> bool:

@@ -170,3 +170,20 @@ def test_amis_from_the_eks_ssm_parameters() -> None:
     provider.create(make_request(types, ["m5.large"], template))
     (lt,) = transport.launch_templates.values()
     assert lt["Data"]["ImageId"] == "ami-amd"
+
+
+def test_types_dearer_than_the_cheapest_on_demand_offering_are_left_out_of_a_spot_fleet() -> None:
+    transport, provider, _, _ = make()
+    transport.spot_history = [
+        {"InstanceType": "m5.xlarge", "AvailabilityZone": z, "SpotPrice": "0.15", "Timestamp": 1}
+        for z in transport.zones
+    ] + [
+        {"InstanceType": "c5.large", "AvailabilityZone": z, "SpotPrice": "0.03", "Timestamp": 1}
+        for z in transport.zones
+    ]
+    provider.refresh(force=True)
+    types = provider.get_instance_types(None, TEMPLATE)
+    provider.create(make_request(types, ["m5.xlarge", "c5.large"], TEMPLATE))
+    fleet = transport.named("create_fleet")[-1]
+    # m5.xlarge spot (0.15) costs more than c5.large on-demand (0.085): not offered to the fleet
+    assert {o["InstanceType"] for c in fleet["LaunchTemplateConfigs"] for o in c["Overrides"]} == {"c5.large"}
