@@ -392,7 +392,7 @@ class AWSCloudProvider:
             if it.name in names:
                 continue
             gpu = any(it.capacity.get(r, 0) for r in (*GPU_RESOURCES.values(), NEURON))
-            ami = ami_for(amis, it.labels.get(L.ARCH, "amd64"), gpu)
+            ami = ami_for(amis, it.labels, gpu)
             if ami is None:
                 continue
             if ami.id not in by_ami:

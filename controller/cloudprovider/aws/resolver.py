@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.apis import labels as L
 from controller.apis.awsnodetemplate import AWSNodeTemplate
+from controller.apis.labels import WELL_KNOWN_LABELS
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import CUSTOM, family_of, ssm_parameters
 from controller.cloudprovider.aws.api import AWSApi
@@ -45,6 +47,8 @@ class Ami:
     gpu: bool | None  # None: fits GPU and non-GPU types
     created: str = ""
     name: str = ""
+    # tags on well-known label keys (e.g. node.kubernetes.io/instance-type): the types it fits
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 def selector_filters(selector: Mapping[str, str], id_filter: str) -> list[dict[str, Any]]:
@@ -161,18 +165,19 @@ class Resolver:
         if filters:
             params["Filters"] = filters
         images = self._api.call("ec2", "describe_images", f"amiSelector {dict(selector)}", **params).get("Images") or []
-        out = [
-            Ami(
-                i["ImageId"],
-                ARCHITECTURES[i["Architecture"]],
-                None,
-                str(i.get("CreationDate", "")),
-                str(i.get("Name", "")),
-            )
-            for i in images
-            if i.get("Architecture") in ARCHITECTURES
-        ]
-        return sorted(out, key=lambda a: (a.created, a.name), reverse=True)
+        out = []
+        for i in images:
+            if i.get("Architecture") not in ARCHITECTURES:
+                continue
+            tags = {t["Key"]: t["Value"] for t in i.get("Tags") or ()}
+            labels = tuple(sorted((k, v) for k, v in tags.items() if k in WELL_KNOWN_LABELS))
+            arch = ARCHITECTURES[i["Architecture"]]
+            out.append(Ami(i["ImageId"], arch, None, str(i.get("CreationDate", "")), str(i.get("Name", "")), labels))
+        out.sort(key=lambda a: (a.created, a.name), reverse=True)
+        newest: dict[tuple[str, tuple[tuple[str, str], ...]], Ami] = {}
+        for ami in out:  # the newest image per distinct requirement set
+            newest.setdefault((ami.arch, ami.labels), ami)
+        return [a for a in out if newest[(a.arch, a.labels)] is a]
 
     def _ssm(self, template: AWSNodeTemplate) -> list[Ami]:
         family = family_of(template).name
@@ -190,9 +195,13 @@ class Resolver:
         return out
 
 
-def ami_for(amis: list[Ami], arch: str, gpu: bool) -> Ami | None:
-    """The first (newest) AMI that fits a type of this architecture (and GPU or not)."""
+def ami_for(amis: list[Ami], labels: Mapping[str, str], gpu: bool) -> Ami | None:
+    """The first (newest) AMI that fits a type with these labels (architecture, the AMI's
+    well-known-label tags) and GPUs or not."""
+    arch = labels.get(L.ARCH, "amd64")
     for ami in amis:
-        if ami.arch == arch and (ami.gpu is None or ami.gpu == gpu):
+        if ami.arch != arch or (ami.gpu is not None and ami.gpu != gpu):
+            continue
+        if all(labels.get(k) == v for k, v in ami.labels):
             return ami
     return None

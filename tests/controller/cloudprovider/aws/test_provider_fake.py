@@ -187,3 +187,16 @@ def test_types_dearer_than_the_cheapest_on_demand_offering_are_left_out_of_a_spo
     fleet = transport.named("create_fleet")[-1]
     # m5.xlarge spot (0.15) costs more than c5.large on-demand (0.085): not offered to the fleet
     assert {o["InstanceType"] for c in fleet["LaunchTemplateConfigs"] for o in c["Overrides"]} == {"c5.large"}
+
+
+def test_an_ami_tagged_with_a_well_known_label_serves_only_matching_types() -> None:
+    from controller.cloudprovider.aws.resolver import Ami, ami_for
+
+    special = Ami("ami-c5", "amd64", None, "2024-02-01", labels=((L.INSTANCE_TYPE, "c5.large"),))
+    plain = Ami("ami-any", "amd64", None, "2024-01-01")
+    arm = Ami("ami-arm", "arm64", None, "2024-01-01")
+    amis = [special, plain, arm]
+    assert ami_for(amis, {L.ARCH: "amd64", L.INSTANCE_TYPE: "c5.large"}, False) is special
+    assert ami_for(amis, {L.ARCH: "amd64", L.INSTANCE_TYPE: "m5.large"}, False) is plain
+    assert ami_for(amis, {L.ARCH: "arm64", L.INSTANCE_TYPE: "m6g.large"}, False) is arm
+    assert ami_for([special], {L.ARCH: "amd64", L.INSTANCE_TYPE: "m5.large"}, False) is None
