@@ -146,6 +146,9 @@ class AWSRefresh:
 
     def reconcile(self) -> None:
         if not self._hydrated:
+            problem = self.cloud.check_access()
+            if problem:
+                log.error("the AWS API refuses karpy's calls (see the IAM policy in the README): %s", problem)
             self.cloud.launch_templates.hydrate()
             self._hydrated = True
         self.cloud.refresh()

@@ -126,6 +126,18 @@ class AWSCloudProvider:
 
     # Background refresh ---------------------------------------------------------------------
 
+    def check_access(self) -> str:
+        """A `DryRun` of DescribeInstanceTypes: "" when EC2 answers that the call would succeed
+        (`DryRunOperation`, or a plain answer from endpoints that ignore DryRun), else why not
+        (e.g. missing credentials or permissions), for a clear log line at start."""
+        try:
+            self.api.call("ec2", "describe_instance_types", "connectivity check", DryRun=True, MaxResults=5)
+        except AWSError as err:
+            if err.code == "DryRunOperation":
+                return ""
+            return str(err)
+        return ""
+
     def refresh(self, force: bool = False) -> None:
         """Reload what is stale: instance types and offerings (5 min), prices (12 h), unused
         launch templates. The `aws.refresh` job calls this; errors are logged, the old data stays."""

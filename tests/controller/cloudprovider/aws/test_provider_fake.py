@@ -200,3 +200,12 @@ def test_an_ami_tagged_with_a_well_known_label_serves_only_matching_types() -> N
     assert ami_for(amis, {L.ARCH: "amd64", L.INSTANCE_TYPE: "m5.large"}, False) is plain
     assert ami_for(amis, {L.ARCH: "arm64", L.INSTANCE_TYPE: "m6g.large"}, False) is arm
     assert ami_for([special], {L.ARCH: "amd64", L.INSTANCE_TYPE: "m5.large"}, False) is None
+
+
+def test_the_access_check_is_a_dry_run() -> None:
+    transport, provider, _, _ = make()
+    transport.errors["describe_instance_types"] = [ApiError("DryRunOperation", "Request would have succeeded")]
+    assert provider.check_access() == ""
+    assert transport.named("describe_instance_types")[-1]["DryRun"] is True
+    transport.errors["describe_instance_types"] = [ApiError("UnauthorizedOperation", "You are not authorized")]
+    assert "ec2 DescribeInstanceTypes (connectivity check): UnauthorizedOperation" in provider.check_access()

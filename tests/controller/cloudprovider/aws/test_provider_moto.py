@@ -20,6 +20,7 @@ def by_name(types: tuple, name: str):  # type: ignore[no-untyped-def]
 
 def test_discovery_real_types_priced_in_the_template_zones(moto_server: MotoServer) -> None:
     env = make_provider(moto_server)
+    assert env.provider.check_access() == ""  # the DryRun call is accepted
     types = env.provider.get_instance_types(None, make_template())
     assert len(types) > 300
     m5 = by_name(types, "m5.large")
