@@ -6,11 +6,8 @@ never listed on the hot path; restricted to the zones of the node template's sub
 `pricing.Prices` (refreshed every 12 h); ICE-cached offerings unavailable; shaped per provisioner
 and node template (`shaping.for_provisioner`).
 
-Launch (`create`, spec §5.9): the request's types with an allowed available offering, the exotic
-filter, cheapest first, at most 60; spot when allowed and offered, else on-demand; per zone the
-subnet with the most free IPs; one launch template per AMI (`launchtemplates.py`); one
-`CreateFleet` (`instant`, capacity 1, `price-capacity-optimized` for spot, `lowest-price` for
-on-demand) with up to 60 (type, subnet) overrides. Errors `InsufficientInstanceCapacity`,
+Launch (`create`, spec §5.9): the plan of `fleet.py` (types, capacity type, subnets, overrides),
+one launch template per AMI (`launchtemplates.py`), one `CreateFleet`. Errors `InsufficientInstanceCapacity`,
 `MaxSpotInstanceCountExceeded`, `VcpuLimitExceeded`, `UnfulfillableCapacity`, `Unsupported`
 put (type, zone, capacity type) in the ICE cache and the launch falls back (other types, then
 on-demand) within the same call. Instances are tagged `Name`, `karpenter.sh/provisioner-name`,
@@ -23,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -32,35 +29,24 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import family_of
 from controller.cloudprovider.aws.api import AWSApi, AWSError
+from controller.cloudprovider.aws.fleet import ICE_CODES, Plan, fleet_request, instance_tags, plan_launch
 from controller.cloudprovider.aws.instancetypes import GPU_RESOURCES, NEURON, instance_type, usable
 from controller.cloudprovider.aws.launchtemplates import LaunchTemplates, launch_template_data
 from controller.cloudprovider.aws.pricing import Prices
-from controller.cloudprovider.aws.resolver import Resolver, Subnet, ami_for
+from controller.cloudprovider.aws.resolver import Resolver, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.aws.userdata import Bootstrap, node_labels, user_data
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.core import labels as L
-from controller.scheduling.instancetypes import allowed_offerings
 from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
 
 log = logging.getLogger(__name__)
 
 SCHEME = "aws://"
-MAX_INSTANCE_TYPES = 60
 TYPES_TTL = 300.0
 PRICES_TTL = 12 * 3600.0
-ICE_CODES = frozenset(
-    {
-        "InsufficientInstanceCapacity",
-        "MaxSpotInstanceCountExceeded",
-        "VcpuLimitExceeded",
-        "UnfulfillableCapacity",
-        "Unsupported",
-    }
-)
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
-DISCOVERY_TAG = "karpenter.sh/discovery"
 
 
 @dataclass(frozen=True)
@@ -252,7 +238,7 @@ class AWSCloudProvider:
         errors: list[str] = []
         for _attempt in range(4):  # spot → other types → on-demand, within this one call
             _, unavailable = self.unavailable.snapshot()
-            plan = self._plan(request, template, subnets, unavailable)
+            plan = plan_launch(request, subnets, unavailable)
             if plan is None:
                 break
             result = self._fleet(request, template, plan)
@@ -262,51 +248,8 @@ class AWSCloudProvider:
         detail = "; ".join(sorted(set(errors))) or "no offering of the requested types is available"
         raise InsufficientCapacityError(f"all requested instance types were unavailable during launch: {detail}")
 
-    def _plan(
-        self, request: NodeRequest, template: AWSNodeTemplate, subnets: Sequence[Subnet], unavailable: frozenset[Any]
-    ) -> _Plan | None:
-        options = []
-        for it in request.instance_type_options:
-            offers = [
-                o
-                for o in allowed_offerings(it, request.requirements)
-                if (it.name, o.zone, o.capacity_type) not in unavailable
-            ]
-            if offers:
-                options.append((it, offers))
-        if not options:
-            return None
-        plain = [(it, offers) for it, offers in options if not _exotic(it)]
-        options = _no_dearer_than_on_demand(plain or options)
-        spot = any(o.capacity_type == L.CAPACITY_TYPE_SPOT for _, offers in options for o in offers)
-        capacity_type = L.CAPACITY_TYPE_SPOT if spot else L.CAPACITY_TYPE_ON_DEMAND
-        spot_allowed = request.requirements.get_or_exists(L.CAPACITY_TYPE).has(L.CAPACITY_TYPE_SPOT)
-        if not spot and spot_allowed and len(options) < 5:
-            log.warning(
-                "at least 5 instance types are recommended when flexible to spot but requesting on-demand; "
-                "the current provisioning request only has %d instance type options",
-                len(options),
-            )
-        best: dict[str, Subnet] = {}
-        for subnet in subnets:  # sorted by free IPs: the first per zone is the roomiest
-            best.setdefault(subnet.zone, subnet)
-        priced = []
-        for it, offers in options:
-            mine = sorted(
-                (o for o in offers if o.capacity_type == capacity_type and o.zone in best),
-                key=lambda o: (o.price, o.zone),
-            )
-            if mine:
-                priced.append((mine[0].price, it.name, it, mine))
-        priced.sort(key=lambda p: (p[0], p[1]))
-        priced = priced[:MAX_INSTANCE_TYPES]
-        if not priced:
-            return None
-        overrides = [(it, o, best[o.zone]) for _, _, it, offers in priced for o in offers][:MAX_INSTANCE_TYPES]
-        return _Plan(capacity_type, overrides)
-
-    def _fleet(self, request: NodeRequest, template: AWSNodeTemplate, plan: _Plan) -> Instance | list[str]:
-        tags = self._tags(request, template)
+    def _fleet(self, request: NodeRequest, template: AWSNodeTemplate, plan: Plan) -> Instance | list[str]:
+        tags = instance_tags(self.settings.cluster_name, request.provisioner, self.settings.tags, template.tags)
         configs: dict[str, list[dict[str, str]]] = {}
         by_override: dict[tuple[str, str], tuple[InstanceType, Any]] = {}
         if template.launch_template:
@@ -325,24 +268,7 @@ class AWSCloudProvider:
             raise CloudProviderError(
                 f"launching for provisioner {request.provisioner}: no instance types satisfy requirements of amis"
             )
-        params: dict[str, Any] = {
-            "Type": "instant",
-            "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": plan.capacity_type},
-            "LaunchTemplateConfigs": [
-                {"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"}, "Overrides": ovs}
-                for name, ovs in sorted(configs.items())
-            ],
-            "TagSpecifications": [
-                {"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())]}
-                for kind in ("instance", "volume", "fleet")
-            ],
-        }
-        if plan.capacity_type == L.CAPACITY_TYPE_SPOT:
-            params["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-        else:
-            params["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
-        if template.context:
-            params["Context"] = template.context
+        params = fleet_request(plan.capacity_type, configs, tags, template.context)
         try:
             answer = self.api.call("ec2", "create_fleet", f"provisioner {request.provisioner}", **params)
         except AWSError as err:
@@ -372,7 +298,7 @@ class AWSCloudProvider:
         return errors
 
     def _launch_templates(
-        self, request: NodeRequest, template: AWSNodeTemplate, plan: _Plan, tags: Mapping[str, str]
+        self, request: NodeRequest, template: AWSNodeTemplate, plan: Plan, tags: Mapping[str, str]
     ) -> dict[str, str]:
         family = family_of(template)
         amis = self.resolver.amis(template)
@@ -412,17 +338,6 @@ class AWSCloudProvider:
                 by_ami[ami.id] = self.launch_templates.ensure(data, tags)
             names[it.name] = by_ami[ami.id]
         return names
-
-    def _tags(self, request: NodeRequest, template: AWSNodeTemplate) -> dict[str, str]:
-        cluster = self.settings.cluster_name
-        return {
-            "Name": f"{L.PROVISIONER_NAME}/{request.provisioner}",
-            f"kubernetes.io/cluster/{cluster}": "owned",
-            L.PROVISIONER_NAME: request.provisioner,
-            DISCOVERY_TAG: cluster,
-            **self.settings.tags,
-            **template.tags,
-        }
 
     def _launched(
         self, instance_id: str, request: NodeRequest, by_override: Mapping[tuple[str, str], Any], capacity_type: str
@@ -538,25 +453,3 @@ class AWSCloudProvider:
             ],
         )
         return [self._instance(i, None) for r in reservations for i in r.get("Instances") or []]
-
-
-@dataclass(frozen=True)
-class _Plan:
-    capacity_type: str
-    overrides: list[tuple[InstanceType, Any, Subnet]]
-
-
-def _no_dearer_than_on_demand(options: list[tuple[InstanceType, list[Any]]]) -> list[tuple[InstanceType, list[Any]]]:
-    """Spec §5.9 step 3, mixed-capacity filter: when both spot and on-demand are on offer, a type
-    whose cheapest offering costs more than the cheapest on-demand offering is dropped."""
-    kinds = {o.capacity_type for _, offers in options for o in offers}
-    if kinds != {L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND}:
-        return options
-    cheapest_od = min(o.price for _, offers in options for o in offers if o.capacity_type == L.CAPACITY_TYPE_ON_DEMAND)
-    return [(it, offers) for it, offers in options if min(o.price for o in offers) <= cheapest_od]
-
-
-def _exotic(it: InstanceType) -> bool:
-    if it.labels.get(L.INSTANCE_SIZE) == "metal":
-        return True
-    return any(it.capacity.get(r, 0) for r in (*GPU_RESOURCES.values(), NEURON))

@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.apis import labels as L
 from controller.apis.awsnodetemplate import AWSNodeTemplate
-from controller.apis.labels import WELL_KNOWN_LABELS
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import CUSTOM, family_of, ssm_parameters
 from controller.cloudprovider.aws.api import AWSApi
 from controller.cloudprovider.aws.instancetypes import ARCHITECTURES
 from controller.cloudprovider.errors import CloudProviderError
+from controller.core import labels as L
+from controller.core.labels import WELL_KNOWN_LABELS
 
 CACHE_SECONDS = 60.0
 

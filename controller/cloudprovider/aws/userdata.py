@@ -19,7 +19,8 @@ from typing import Any
 from controller.cloudprovider.aws.amifamily import AL2, BOTTLEROCKET, CUSTOM
 from controller.core import labels as L
 from controller.core.resources import format_resources
-from controller.scheduling.types import KubeletSpec, Taint
+from controller.core.taints import Taint
+from controller.scheduling.types import KubeletSpec
 
 BOUNDARY = "//"
 
