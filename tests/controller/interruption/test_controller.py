@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from controller.core import labels as L
 from controller.clock import FakeClock
 from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
 from controller.cloudprovider.aws.interruption import (
@@ -21,13 +20,14 @@ from controller.cloudprovider.aws.interruption import (
     parse_message,
 )
 from controller.cloudprovider.base import UnavailableOfferings
+from controller.core import labels as L
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
 from controller.interruption.controller import InterruptionController
 from controller.kube.resources import NODES, WATCHED
 from controller.state.cluster import ClusterState
-from tests.fakes.kube import FakeKube
 from tests.builders.wire import make_node
+from tests.fakes.kube import FakeKube
 from tests.support.moto import REGION, MotoServer
 
 QUEUE = "karpy-interruption"

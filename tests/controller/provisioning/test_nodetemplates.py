@@ -22,6 +22,7 @@ from controller.kube.resources import AWSNODETEMPLATES, NODES, PODS, PROVISIONER
 from controller.provisioning.controller import ProvisioningController
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.state.cluster import ClusterState
+from tests.builders.wire import make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
 
@@ -31,7 +32,7 @@ ON_DEMAND = {"key": L.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
 
 
 def eph_pod(name: str, storage: str) -> dict[str, Any]:
-    pod = make_pod(name, cpu="1")
+    pod: dict[str, Any] = make_pod(name, cpu="1")
     pod["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = storage
     return pod
 

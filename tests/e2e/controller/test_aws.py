@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from controller.core import labels as L
 from controller.clock import SystemClock
 from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
+from controller.core import labels as L
 from controller.kube.resources import AWSNODETEMPLATES
 from tests.controller.cloudprovider.aws.builders import DISCOVERY, Account, make_account
 from tests.e2e.controller.conftest import KarpyEnv, wait_for

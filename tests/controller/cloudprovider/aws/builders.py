@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.core import labels as L
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
 from controller.cloudprovider.aws.api import ApiError, AWSApi, Boto3Transport
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
 from controller.cloudprovider.base import NodeRequest
+from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.scheduling.types import InstanceType, ProvisionerSpec
 from tests.support.moto import REGION, MotoServer

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from controller.apis import labels as L
 from controller.cloudprovider.aws.fleet import fleet_request, instance_tags, plan_launch
 from controller.cloudprovider.aws.resolver import Subnet
 from controller.cloudprovider.base import NodeRequest
+from controller.core import labels as L
+from controller.core.requirements import Requirements
 from controller.scheduling.instancetypes import new_instance_type
-from controller.scheduling.requirements import Requirements
 from controller.scheduling.types import InstanceType, Offering
 
 SUBNETS = [Subnet("subnet-big", "z1", 200), Subnet("subnet-small", "z1", 10), Subnet("subnet-b", "z2", 50)]

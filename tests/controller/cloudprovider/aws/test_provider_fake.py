@@ -8,13 +8,13 @@ import logging
 
 import pytest
 
-from controller.core import labels as L
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
 from controller.cloudprovider.aws.api import ApiError, AWSApi, AWSError
 from controller.cloudprovider.aws.pricing import Prices
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
 from controller.cloudprovider.errors import InsufficientCapacityError
+from controller.core import labels as L
 from tests.controller.cloudprovider.aws.builders import make_request
 from tests.fakes.aws import FakeTransport, product
 

@@ -6,15 +6,16 @@ import base64
 
 import pytest
 
-from controller.core import labels as L
 from controller.cloudprovider.aws.launchtemplates import CLUSTER_TAG
 from controller.cloudprovider.aws.resolver import ResolutionError
 from controller.cloudprovider.errors import NodeNotFoundError
+from controller.core import labels as L
+from controller.scheduling.types import InstanceType
 from tests.controller.cloudprovider.aws.builders import CLUSTER, make_provider, make_request, make_template
 from tests.support.moto import MotoServer
 
 
-def by_name(types: tuple, name: str):  # type: ignore[no-untyped-def]
+def by_name(types: tuple[InstanceType, ...], name: str) -> InstanceType:
     return next(it for it in types if it.name == name)
 
 

@@ -12,7 +12,8 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.cloudprovider.aws.amifamily import ephemeral_storage, node_shape
 from controller.cloudprovider.aws.launchtemplates import launch_template_data, template_name
 from controller.cloudprovider.aws.userdata import Bootstrap, user_data
-from controller.scheduling.types import KubeletSpec, Taint
+from controller.core.taints import Taint
+from controller.scheduling.types import KubeletSpec
 
 GIB = 2**30
 BOOT = Bootstrap(
