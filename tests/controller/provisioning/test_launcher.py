@@ -16,19 +16,14 @@ from controller.kube.resources import NODES
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.scheduling.types import NewNode, ProvisionerSpec
 from tests.builders.scheduling import make_instance_type, make_pod, make_provisioner, run
-from tests.controller.provisioning.test_controller import Env
-from tests.controller.provisioning.test_controller import make_env as provisioning_env
+from tests.controller.provisioning.test_controller import Env, make_env
 
 LARGE = make_instance_type("m5.large", cpu=2, memory_gib=8, price=0.10)
 XLARGE = make_instance_type("m5.xlarge", cpu=4, memory_gib=16, price=0.20)
 
 
-def make_env() -> Env:
-    """Provisioning's test world (FakeKube, the fake cloud, cluster state) with a launcher on it."""
-    return provisioning_env()
-
-
 def launcher(env: Env) -> Launcher:
+    """A launcher on provisioning's test world (FakeKube, the fake cloud, cluster state)."""
     return Launcher(env.kube, env.cloud, env.state, env.clock, nomination_seconds=20)
 
 
