@@ -185,9 +185,12 @@ def build(
         ),
     ]
     jobs += _aws_jobs(settings, state, kube, cloud, recorder, decisions)
-    # Imported at module level: a deprovisioning module that fails to import crashes the process
-    # at start instead of shipping a controller that never consolidates (issue 9, bug 5).
-    deprovisioning = _deprovisioning(settings, state, kube, cloud, clock, provisioning, recorder, decisions)
+    # Deprovisioning is imported at module level: a module that fails to import crashes the
+    # process at start instead of shipping a controller that never consolidates (issue 9, bug 5).
+    deprovisioning = DeprovisioningController(
+        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, _deprovisioning(settings),
+        recorder=recorder, decisions=decisions,
+    )  # fmt: skip
     jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
     insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks)
     elector = None
@@ -221,26 +224,13 @@ def _aws_jobs(
     return jobs
 
 
-def _deprovisioning(
-    settings: Settings,
-    state: ClusterState,
-    kube: Kube,
-    cloud: CloudProvider,
-    clock: Clock,
-    provisioning: ProvisioningController,
-    recorder: EventRecorder,
-    decisions: DecisionLog,
-) -> DeprovisioningController:
-    deprov_settings = DeprovisioningSettings(
+def _deprovisioning(settings: Settings) -> DeprovisioningSettings:
+    return DeprovisioningSettings(
         validation_wait_seconds=settings.validation_wait_seconds,
         poll_period_seconds=settings.poll_period_seconds,
         replacement_timeout_seconds=settings.replacement_timeout_seconds,
         consolidated_reset_seconds=settings.consolidated_reset_seconds,
     )
-    return DeprovisioningController(
-        state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, deprov_settings,
-        recorder=recorder, decisions=decisions,
-    )  # fmt: skip
 
 
 def job_body(app: App, controller: Reconciler) -> Callable[[], None]:

@@ -20,7 +20,7 @@ from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.commands import CONSOLIDATION, Command
 from controller.deprovisioning.simulation import simulate
 from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
-from controller.scheduling.instancetypes import allowed_offerings
+from controller.scheduling.instancetypes import allowed_offerings, launch_order
 from controller.scheduling.types import InstanceType, Launch, NewNode
 
 
@@ -53,15 +53,13 @@ def cheaper_options(node: NewNode, max_price: float) -> tuple[InstanceType, ...]
 
 
 def with_options(node: NewNode, options: Sequence[InstanceType], reqs: Requirements | None = None) -> NewNode:
-    """`node` restricted to `options` (and `reqs`), its launch recomputed: spot first, then cheapest."""
+    """`node` restricted to `options` (and `reqs`), its launch recomputed by the one launch
+    decision (`instancetypes.launch_order`) a cloud provider's `create()` follows."""
     reqs = reqs if reqs is not None else node.requirements
-    launches = [
-        Launch(it, o.zone, o.capacity_type, o.price) for it in options for o in allowed_offerings(it, reqs)
-    ]
-    launches.sort(key=lambda la: (la.capacity_type != L.CAPACITY_TYPE_SPOT, la.price, la.instance_type.name, la.zone))
-    return dataclasses.replace(
-        node, requirements=reqs, instance_type_options=tuple(options), launch=launches[0] if launches else None
-    )
+    order = launch_order(options, reqs)
+    launch = Launch(order[0].instance_type, order[0].offering.zone, order[0].offering.capacity_type,
+                    order[0].offering.price) if order else None  # fmt: skip
+    return dataclasses.replace(node, requirements=reqs, instance_type_options=tuple(options), launch=launch)
 
 
 def candidates_price(cands: Iterable[Candidate]) -> float | None:

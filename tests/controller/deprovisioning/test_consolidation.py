@@ -144,3 +144,18 @@ def test_filter_out_same_type_refuses_a_replacement_of_a_removed_type_at_its_pri
     assert filter_out_same_type(cmd) is None
     delete = Command(CONSOLIDATION, cmd.candidates)
     assert filter_out_same_type(delete) is delete
+
+
+def test_a_replacement_launches_as_the_cloud_would_no_gpu_type_for_cpu_pods() -> None:
+    # The replacement's planned launch (its price in the decision log) follows the same rule as the
+    # cloud's create(): a GPU type is only for pods that need one, however cheap its spot offering.
+    gpu = make_instance_type(
+        "g4dn.xlarge", cpu=4, memory_gib=16, gpus=1, price=0.53, spot_price=0.02, zones=("zone-a",)
+    )
+    node = make_node("n1", LARGE, pods=[make_pod("a", cpu=1.5)])
+    provisioner = make_provisioner(consolidation=True, instance_types=[SMALL, MEDIUM, LARGE, gpu])
+    result = _compute(make_snapshot([node], [provisioner]), "n1")
+    assert result.command is not None
+    (replacement,) = result.command.replacements
+    assert "g4dn.xlarge" in [it.name for it in replacement.instance_type_options]
+    assert replacement.launch is not None and replacement.launch.instance_type.name == "small"

@@ -80,24 +80,26 @@ def _handler(api: ApiServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def write_kubeconfig(directory: Path, server: str, user: dict[str, str]) -> Path:
+    path = directory / "kubeconfig"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    path.write_text(json.dumps(config))
+    return path
+
+
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[tuple[ApiServer, KubeClient]]:
     server_state = ApiServer()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(server_state))
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
-                "users": [{"name": "u", "user": {"token": "s3cret"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path, f"http://127.0.0.1:{server.server_port}", {"token": "s3cret"})
     try:
         yield server_state, KubeClient(str(kubeconfig), timeout=5)
     finally:
@@ -191,19 +193,7 @@ def test_a_watch_error_event_410_means_relist(api: tuple[ApiServer, KubeClient])
 
 
 def test_an_unreachable_api_server_is_connection_lost(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{free_port()}"}}],
-                "users": [{"name": "u", "user": {}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path, f"http://127.0.0.1:{free_port()}", {})
     kube = KubeClient(str(kubeconfig), timeout=2)
     with pytest.raises(ConnectionLostError, match="GET /api/v1/nodes"):
         kube.list(NODES)

@@ -7,41 +7,24 @@ a failed launch leaves no instance behind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
-from controller.clock import FakeClock
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError
 from controller.core import labels as L
 from controller.kube.errors import AlreadyExistsError, KubeError
 from controller.kube.resources import NODES
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.scheduling.types import NewNode, ProvisionerSpec
-from controller.state.cluster import ClusterState
 from tests.builders.scheduling import make_instance_type, make_pod, make_provisioner, run
-from tests.fakes.cloudprovider import FakeCloudProvider
-from tests.fakes.kube import FakeKube
+from tests.controller.provisioning.test_controller import Env, make_env
 
 LARGE = make_instance_type("m5.large", cpu=2, memory_gib=8, price=0.10)
 XLARGE = make_instance_type("m5.xlarge", cpu=4, memory_gib=16, price=0.20)
 
 
-@dataclass
-class Env:
-    clock: FakeClock
-    kube: FakeKube
-    cloud: FakeCloudProvider
-    state: ClusterState
-    launcher: Launcher
-
-
-def make_env() -> Env:
-    clock = FakeClock()
-    kube = FakeKube(clock)
-    cloud = FakeCloudProvider([LARGE, XLARGE], clock)
-    state = ClusterState(clock)
-    return Env(clock, kube, cloud, state, Launcher(kube, cloud, state, clock, nomination_seconds=20))
+def launcher(env: Env) -> Launcher:
+    """A launcher on provisioning's test world (FakeKube, the fake cloud, cluster state)."""
+    return Launcher(env.kube, env.cloud, env.state, env.clock, nomination_seconds=20)
 
 
 def planned(provisioner: ProvisionerSpec, cpu: str = "1") -> NewNode:
@@ -53,7 +36,7 @@ def test_a_launch_creates_the_instance_and_its_node_in_flight_and_nominated() ->
     env = make_env()
     provisioner = make_provisioner(labels={"team": "a"})
     usage: dict[str, int] = {}
-    result = env.launcher.launch(planned(provisioner), provisioner, usage, hold_for_binding=True)
+    result = launcher(env).launch(planned(provisioner), provisioner, usage, hold_for_binding=True)
     (request,) = env.cloud.create_calls
     assert [it.name for it in request.instance_type_options] == ["m5.large", "m5.xlarge"]
     node = env.kube.find(NODES, result.node_name)
@@ -72,7 +55,7 @@ def test_a_limit_already_reached_launches_nothing() -> None:
     provisioner = make_provisioner(limits={"cpu": "4"})
     usage = {"cpu": 3000}
     with pytest.raises(LaunchError, match="cpu"):
-        env.launcher.launch(planned(provisioner), provisioner, usage)
+        launcher(env).launch(planned(provisioner), provisioner, usage)
     assert env.cloud.create_calls == [] and env.kube.items(NODES) == []
     assert usage == {"cpu": 3000}
 
@@ -84,7 +67,7 @@ def test_an_instance_bigger_than_the_limit_allows_is_terminated_again() -> None:
     (node,) = run([make_pod("web", cpu="1")], [provisioner], [LARGE, cheap_spot]).new_nodes
     # the smallest option (2 cpu) fits under the limit; the launch takes the 4-cpu spot offering
     with pytest.raises(LaunchError, match="cpu"):
-        env.launcher.launch(node, provisioner, {"cpu": 2000})
+        launcher(env).launch(node, provisioner, {"cpu": 2000})
     assert len(env.cloud.delete_calls) == 1 and env.cloud.instances == {}
     assert env.kube.items(NODES) == []
 
@@ -94,7 +77,7 @@ def test_a_node_that_cannot_be_created_takes_its_instance_with_it() -> None:
     provisioner = make_provisioner()
     env.kube.fail_next["create"] = KubeError("apiserver unavailable", 503)
     with pytest.raises(LaunchError, match="creating node: apiserver unavailable"):
-        env.launcher.launch(planned(provisioner), provisioner, {})
+        launcher(env).launch(planned(provisioner), provisioner, {})
     assert env.cloud.instances == {} and env.kube.items(NODES) == []
     assert env.state.snapshot().nodes == {}
 
@@ -103,7 +86,7 @@ def test_a_node_that_already_exists_is_a_success() -> None:
     env = make_env()
     provisioner = make_provisioner()
     env.kube.fail_next["create"] = AlreadyExistsError("already exists", 409)
-    result = env.launcher.launch(planned(provisioner), provisioner, {})
+    result = launcher(env).launch(planned(provisioner), provisioner, {})
     assert result.instance.provider_id in env.cloud.instances
     assert env.state.snapshot().nodes[result.node_name].in_flight
 
@@ -114,5 +97,5 @@ def test_a_cloud_error_is_a_launch_error_naming_the_cause(error: CloudProviderEr
     provisioner = make_provisioner()
     env.cloud.next_create_error = error
     with pytest.raises(LaunchError, match=f"launching node: {error}"):
-        env.launcher.launch(planned(provisioner), provisioner, {})
+        launcher(env).launch(planned(provisioner), provisioner, {})
     assert env.kube.items(NODES) == []

@@ -176,6 +176,13 @@ class KarpyEnv:
     def nodes(self) -> list[dict[str, Any]]:
         return [n for n in self.kube.list(NODES).items if L.PROVISIONER_NAME in n["metadata"].get("labels", {})]
 
+    def node_gone(self, name: str) -> bool:
+        try:
+            self.kube.get(NODES, name)
+        except NotFoundError:
+            return True
+        return False
+
     def events(self, reason: str) -> list[dict[str, Any]]:
         out = []
         for ns in (self.namespace, "default"):

@@ -31,12 +31,11 @@ import pytest
 
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
-from controller.kube.resources import Kind
+from controller.kube.resources import PDBS
 from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
 
 pytestmark = pytest.mark.e2e
 
-PDBS = Kind("poddisruptionbudgets", "policy/v1", "poddisruptionbudgets", True)
 RUNS = 21  # random runs; a scripted one follows
 GUARDED_RUN = 17  # deletes the guarded node (late: its pods, rescheduled, keep nominating nodes)
 GUARDED = 3

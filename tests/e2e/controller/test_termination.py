@@ -7,21 +7,11 @@ import time
 import pytest
 
 from controller.core import labels as L
-from controller.kube.errors import NotFoundError
-from controller.kube.resources import NODES, PODS, Kind
+from controller.kube.resources import NODES, PDBS, PODS
 from tests.e2e.controller.conftest import KarpyEnv, wait_for
 
 pytestmark = pytest.mark.e2e
 
-PDBS = Kind("poddisruptionbudgets", "policy/v1", "poddisruptionbudgets", True)
-
-
-def node_gone(karpy: KarpyEnv, name: str) -> bool:
-    try:
-        karpy.kube.get(NODES, name)
-    except NotFoundError:
-        return True
-    return False
 
 
 def one_node_with(karpy: KarpyEnv, app: str, replicas: int, **pod: object) -> str:
@@ -38,7 +28,7 @@ def test_kubectl_delete_node_evicts_pods_terminates_instance_and_removes_finaliz
     provider_id = karpy.kube.get(NODES, name)["spec"]["providerID"]
     old_pods = {p["metadata"]["name"] for p in karpy.running("web")}
     karpy.cluster.kubectl("delete", "node", name, "--wait=false")
-    wait_for(lambda: node_gone(karpy, name), 30, f"node {name} to be deleted")
+    wait_for(lambda: karpy.node_gone(name), 30, f"node {name} to be deleted")
     assert provider_id not in {i.provider_id for i in karpy.cloud.list()}
     assert all(p["metadata"]["name"] not in old_pods for p in karpy.pods("web"))
     assert karpy.events("Evicted")
@@ -67,7 +57,7 @@ def test_pdb_with_max_unavailable_zero_blocks_eviction_and_the_node_waits(karpy:
     assert node["spec"].get("unschedulable") is True
     assert len(karpy.running("guarded")) == 2 and karpy.cloud.list()
     karpy.kube.delete(PDBS, "guarded", karpy.namespace)
-    wait_for(lambda: node_gone(karpy, name), 40, "the node to go once the PDB is removed")
+    wait_for(lambda: karpy.node_gone(name), 40, "the node to go once the PDB is removed")
 
 
 def test_do_not_evict_pod_is_waited_for(karpy: KarpyEnv) -> None:
@@ -75,7 +65,7 @@ def test_do_not_evict_pod_is_waited_for(karpy: KarpyEnv) -> None:
     (pod,) = karpy.running("keep")
     karpy.cluster.kubectl("delete", "node", name, "--wait=false")
     time.sleep(4)
-    assert not node_gone(karpy, name)
+    assert not karpy.node_gone(name)
     assert karpy.kube.get(PODS, pod["metadata"]["name"], karpy.namespace)["metadata"].get("deletionTimestamp") is None
     karpy.scale("keep", 0)  # the pod finishes on its own
-    wait_for(lambda: node_gone(karpy, name), 30, "the node to go once the do-not-evict pod is gone")
+    wait_for(lambda: karpy.node_gone(name), 30, "the node to go once the do-not-evict pod is gone")

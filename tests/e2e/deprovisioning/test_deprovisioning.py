@@ -23,14 +23,12 @@ from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.core.resources import parse_resources
-from controller.kube.errors import NotFoundError
-from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
+from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS
 from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
 from tests.e2e.deprovisioning.conftest import FAST
 
 pytestmark = pytest.mark.e2e
 
-PDBS = Kind("poddisruptionbudgets", "policy/v1", "poddisruptionbudgets", True)
 
 
 # helpers -------------------------------------------------------------------------------------
@@ -61,14 +59,6 @@ def fleet(karpy: KarpyEnv) -> tuple[int, float]:
 
 def names(nodes: list[dict[str, Any]]) -> set[str]:
     return {n["metadata"]["name"] for n in nodes}
-
-
-def node_gone(karpy: KarpyEnv, name: str) -> bool:
-    try:
-        karpy.kube.get(NODES, name)
-    except NotFoundError:
-        return True
-    return False
 
 
 def settled(karpy: KarpyEnv, app: str, replicas: int) -> bool:
@@ -231,7 +221,7 @@ def test_a_do_not_evict_pod_keeps_its_node_from_consolidation_and_expiry(karpy: 
     # control: once the annotation is gone the same node is expired and replaced
     karpy.kube.patch(PODS, pod["metadata"]["name"], {"metadata": {"annotations": {L.DO_NOT_EVICT: None}}},
                      karpy.namespace)  # fmt: skip
-    wait_for(lambda: node_gone(karpy, node), 30, "the node to go once the pod may be evicted")
+    wait_for(lambda: karpy.node_gone(node), 30, "the node to go once the pod may be evicted")
     wait_for(lambda: settled(karpy, "keep", 1), 30, "keep Running on another node")
 
 
@@ -261,7 +251,7 @@ def test_a_pdb_allowing_no_disruption_makes_its_node_no_consolidation_candidate(
     # control: without the PDB the same node is consolidated (replaced by a cheaper one)
     price = node_price(current)
     karpy.kube.delete(PDBS, "keep", karpy.namespace)
-    wait_for(lambda: node_gone(karpy, node), 40, "the node to be consolidated once the PDB is gone")
+    wait_for(lambda: karpy.node_gone(node), 40, "the node to be consolidated once the PDB is gone")
     wait_for(lambda: settled(karpy, "keep", 1), 30, "keep Running on the replacement")
     count, total = fleet(karpy)
     assert count <= 1 and total < price
