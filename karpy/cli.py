@@ -10,6 +10,7 @@ Errors in user input exit with code 2 and a message, never a traceback.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from karpy import controller_command, dev, simulate
@@ -28,10 +29,24 @@ def _webapp(args: argparse.Namespace) -> int:
     from webapp.server import serve
     from webapp.settings import WebappSettings
 
-    settings = WebappSettings.from_env(
-        host=args.host, port=args.port, cert_dir=args.cert_dir, workers=args.workers, kubeconfig=args.kubeconfig,
-        controller_url=args.controller_url,
-    )
+    try:
+        settings = WebappSettings.from_env(
+            host=args.host,
+            port=args.port,
+            cert_dir=args.cert_dir,
+            workers=args.workers,
+            kubeconfig=args.kubeconfig,
+            controller_url=args.controller_url,
+            cert_secret=args.cert_secret,
+            cert_namespace=args.cert_namespace,
+            cert_hosts=args.cert_host,
+            mutating_webhooks=args.mutating_webhook,
+            validating_webhooks=args.validating_webhook,
+            cert_check_seconds=args.cert_check_seconds,
+        )
+    except ValueError as err:
+        print(f"karpy webapp: {err}", file=sys.stderr)
+        return 2
     serve(settings)
     return 0
 
@@ -57,6 +72,18 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument(
         "--controller-url", help="the controller's HTTP API for the dashboard (env KARPY_WEBAPP_CONTROLLER_URL)"
     )
+    web.add_argument(
+        "--cert-secret",
+        help="keep the CA and serving certificate in this Secret: read or create it, rotate it, write the files "
+        "to --cert-dir and set the webhooks' caBundle (env KARPY_WEBAPP_CERT_SECRET)",
+    )
+    web.add_argument("--cert-namespace", help="namespace of --cert-secret (env KARPY_WEBAPP_CERT_NAMESPACE)")
+    web.add_argument("--cert-host", action="append", help="DNS name or IP the certificate names (repeatable)")
+    web.add_argument("--mutating-webhook", action="append", help="MutatingWebhookConfiguration to patch (repeatable)")
+    web.add_argument(
+        "--validating-webhook", action="append", help="ValidatingWebhookConfiguration to patch (repeatable)"
+    )
+    web.add_argument("--cert-check-seconds", type=float, help="how often the Secret is checked (default 3600)")
     web.set_defaults(func=_webapp)
 
     cluster_cli.register(sub)

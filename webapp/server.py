@@ -1,8 +1,19 @@
-"""Serve the webapp under gunicorn with TLS 1.2 or newer (`karpy webapp`)."""
+"""Serve the webapp under gunicorn with TLS 1.2 or newer (`karpy webapp`).
+
+With `cert_secret` set, the certificate files in `cert_dir` come from the Secret kept by
+`certificates.ensure` before gunicorn starts; a thread in gunicorn's master checks it again every
+`cert_check_seconds` and, when the serving certificate changed (rotation by this or another
+replica), writes the new files and sends the master SIGHUP so fresh workers load them.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 import ssl
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +22,8 @@ from gunicorn.app.base import BaseApplication
 from certs import CertPaths
 from webapp import create_app
 from webapp.settings import WebappSettings
+
+log = logging.getLogger(__name__)
 
 
 def _ssl_context(config: Any, default_factory: Any) -> ssl.SSLContext:
@@ -42,6 +55,9 @@ class _Server(BaseApplication):  # type: ignore[misc]
             self.cfg.set("keyfile", str(paths.key))
             self.cfg.set("ssl_context", _ssl_context)
 
+        if s.cert_secret:
+            self.cfg.set("when_ready", lambda arbiter: _start_rotation(s))
+
     def load(self) -> Any:
         app = create_app(self.settings)
         # In the worker (after the fork): start reading the cluster now, not on the first page view.
@@ -51,8 +67,58 @@ class _Server(BaseApplication):  # type: ignore[misc]
         return app
 
 
+def cert_spec(settings: WebappSettings) -> Any:
+    from webapp.certificates import CertSpec
+
+    return CertSpec(
+        secret=settings.cert_secret,
+        namespace=settings.cert_namespace,
+        hosts=settings.cert_hosts,
+        mutating=settings.mutating_webhooks,
+        validating=settings.validating_webhooks,
+    )
+
+
+def bootstrap_certificates(settings: WebappSettings) -> bool:
+    """Bring the Secret and caBundles up to date and write the serving files; True if they changed."""
+    from controller.kube.client import KubeClient
+    from webapp.certificates import ensure
+
+    assert settings.cert_dir
+    bundle = ensure(KubeClient(settings.kubeconfig or None), cert_spec(settings), time.time())
+    current = Path(settings.cert_dir) / "tls.crt"
+    if current.is_file() and current.read_bytes() == bundle.cert:
+        return False
+    bundle.write(Path(settings.cert_dir))
+    return True
+
+
+def _start_rotation(settings: WebappSettings) -> None:
+    def loop() -> None:
+        while True:
+            time.sleep(settings.cert_check_seconds)
+            try:
+                if bootstrap_certificates(settings):
+                    log.warning("serving certificate renewed; reloading workers")
+                    os.kill(os.getpid(), signal.SIGHUP)
+            except Exception as err:  # keep serving the current certificate; retry later
+                log.warning("checking the certificate secret: %s", err)
+
+    threading.Thread(target=loop, name="karpy-cert-rotation", daemon=True).start()
+
+
 def serve(settings: WebappSettings) -> None:
     """Run gunicorn in the foreground until it is signalled."""
+    from controller.kube.errors import KubeError
+    from webapp.certificates import CertificateError
+
+    if settings.cert_secret:
+        try:
+            bootstrap_certificates(settings)
+        except (KubeError, CertificateError, OSError) as err:
+            where = f"{settings.cert_namespace}/{settings.cert_secret}"
+            raise SystemExit(f"karpy webapp: certificate secret {where}: {err}") from None
+        print(f"karpy webapp: certificate from secret {settings.cert_namespace}/{settings.cert_secret}", flush=True)
     scheme = "https" if settings.cert_dir else "http"
     print(f"karpy webapp listening on {scheme}://{settings.host}:{settings.port}", flush=True)
     _Server(settings).run()

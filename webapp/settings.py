@@ -24,6 +24,13 @@ class WebappSettings:
     controller_url: str | None = None  # the controller's HTTP API, e.g. http://karpy-controller:8080
     templates_dir: str | None = None  # the dashboard's templates/ (default: found beside the package)
     max_body_bytes: int = MAX_BODY_BYTES
+    # The certificate Secret (webapp/certificates.py): off when `cert_secret` is empty.
+    cert_secret: str = ""
+    cert_namespace: str = "default"
+    cert_hosts: tuple[str, ...] = ()
+    mutating_webhooks: tuple[str, ...] = ()
+    validating_webhooks: tuple[str, ...] = ()
+    cert_check_seconds: float = 3600.0
 
     @property
     def reads_cluster(self) -> bool:
@@ -43,6 +50,22 @@ class WebappSettings:
             "in_cluster": bool(env.get("KUBERNETES_SERVICE_HOST")),
             "controller_url": env.get("KARPY_WEBAPP_CONTROLLER_URL"),
             "templates_dir": env.get("KARPY_WEBAPP_TEMPLATES_DIR"),
+            "cert_secret": env.get("KARPY_WEBAPP_CERT_SECRET", ""),
+            "cert_namespace": env.get("KARPY_WEBAPP_CERT_NAMESPACE", WebappSettings.cert_namespace),
+            "cert_hosts": _names(env.get("KARPY_WEBAPP_CERT_HOSTS")),
+            "mutating_webhooks": _names(env.get("KARPY_WEBAPP_MUTATING_WEBHOOKS")),
+            "validating_webhooks": _names(env.get("KARPY_WEBAPP_VALIDATING_WEBHOOKS")),
+            "cert_check_seconds": float(env.get("KARPY_WEBAPP_CERT_CHECK_SECONDS", WebappSettings.cert_check_seconds)),
         }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return WebappSettings(**values)  # type: ignore[arg-type]
+        values.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in overrides.items() if v is not None})
+        settings = WebappSettings(**values)  # type: ignore[arg-type]
+        if settings.cert_secret and not (settings.cert_dir and settings.cert_hosts):
+            raise ValueError("--cert-secret needs --cert-dir (where the files go) and at least one --cert-host")
+        if not 1 <= settings.cert_check_seconds <= 86400:
+            raise ValueError(f"--cert-check-seconds must be from 1 to 86400, got {settings.cert_check_seconds}")
+        return settings
+
+
+def _names(raw: str | None) -> tuple[str, ...]:
+    """A comma-separated environment value as a tuple of non-empty names."""
+    return tuple(n.strip() for n in (raw or "").split(",") if n.strip())
