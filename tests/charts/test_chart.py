@@ -1,20 +1,22 @@
-"""The Helm chart: lints, renders every object karpy needs, and keeps its webhook CA consistent."""
+"""The Helm chart: lints, renders stably, and renders the posture the README promises.
+
+Whether the apiserver accepts the objects, and whether the RBAC is enough and no more, is
+tests/e2e/test_helm.py's job; these check the rendered documents.
+"""
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from cryptography import x509
 
 from localcluster.binaries import ensure_binaries
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "karpy"
+EVERY_OPTION = Path(__file__).resolve().parent / "every-option-values.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -22,79 +24,134 @@ def helm() -> Path:
     return ensure_binaries() / "helm"
 
 
-def render(helm: Path, *args: str) -> list[dict[str, Any]]:
-    out = subprocess.run(
+def render_text(helm: Path, *args: str) -> str:
+    return subprocess.run(
         [str(helm), "template", "karpy", str(CHART), "--namespace", "karpy", *args],
         capture_output=True, text=True, check=True,
-    ).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
+    ).stdout  # fmt: skip
+
+
+def render(helm: Path, *args: str) -> dict[str, dict[str, Any]]:
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all(render_text(helm, *args)) if d]
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in docs}
+
+
+def pod_spec(docs: dict[str, dict[str, Any]], component: str) -> dict[str, Any]:
+    spec: dict[str, Any] = docs[f"Deployment/karpy-{component}"]["spec"]["template"]["spec"]
+    return spec
 
 
 def test_chart_lints(helm: Path) -> None:
-    proc = subprocess.run([str(helm), "lint", str(CHART)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for extra in ([], ["--values", str(EVERY_OPTION)]):
+        proc = subprocess.run([str(helm), "lint", str(CHART), *extra], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_renders_every_object(helm: Path) -> None:
-    docs = render(helm, "--include-crds")
-    kinds = sorted(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
-    for expected in (
+    kinds = set(render(helm, "--include-crds"))
+    assert {
         "CustomResourceDefinition/provisioners.karpenter.sh",
         "CustomResourceDefinition/awsnodetemplates.karpenter.k8s.aws",
         "Deployment/karpy-controller",
         "Deployment/karpy-webapp",
         "Service/karpy-webhook",
+        "Service/karpy-controller",
         "Secret/karpy-webhook-cert",
         "MutatingWebhookConfiguration/defaulting.webhook.karpy.sh",
         "ValidatingWebhookConfiguration/validation.webhook.karpy.sh",
-        "ClusterRole/karpy",
-        "Role/karpy",
+        "ClusterRole/karpy-controller",
+        "ClusterRole/karpy-webapp",
+        "Role/karpy-controller",
+        "Role/karpy-webapp",
         "ServiceAccount/karpy",
+        "ServiceAccount/karpy-webapp",
         "PodDisruptionBudget/karpy-controller",
-    ):
-        assert expected in kinds
+        "PodDisruptionBudget/karpy-webapp",
+    } <= kinds
+    assert not any(k.startswith("ServiceMonitor/") for k in kinds)  # off by default
 
 
-def test_webhooks_trust_the_certificate_the_webapp_serves(helm: Path) -> None:
-    docs = {f"{d['kind']}/{d['metadata']['name']}": d for d in render(helm)}
-    secret = docs["Secret/karpy-webhook-cert"]["data"]
-    ca = x509.load_pem_x509_certificate(base64.b64decode(secret["ca.crt"]))
-    cert = x509.load_pem_x509_certificate(base64.b64decode(secret["tls.crt"]))
-    cert.verify_directly_issued_by(ca)
-    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
-        x509.DNSName
-    )
-    assert "karpy-webhook.karpy.svc" in names
+def test_renders_the_same_bytes_every_time(helm: Path) -> None:
+    """No key material is generated at render time (GitOps tools render, then diff)."""
+    assert render_text(helm) == render_text(helm)
+    secret = render(helm)["Secret/karpy-webhook-cert"]
+    assert "data" not in secret and "stringData" not in secret
+
+
+def test_webhooks(helm: Path) -> None:
+    docs = render(helm)
     for kind, path in (("MutatingWebhookConfiguration/defaulting.webhook.karpy.sh", "/webhooks/mutate"),
                        ("ValidatingWebhookConfiguration/validation.webhook.karpy.sh", "/webhooks/validate")):
-        hook = docs[kind]["webhooks"][0]
-        assert hook["clientConfig"]["caBundle"] == secret["ca.crt"]
-        assert hook["clientConfig"]["service"]["path"] == path
-        assert hook["failurePolicy"] == "Fail"
-        assert {r["resources"][0] for r in hook["rules"]} == {"provisioners", "awsnodetemplates"}
+        [hook] = docs[kind]["webhooks"]
+        assert hook["clientConfig"]["service"] == {"name": "karpy-webhook", "namespace": "karpy", "path": path,
+                                                   "port": 443}
+        assert "caBundle" not in hook["clientConfig"]  # the webapp sets it
+        assert (hook["failurePolicy"], hook["sideEffects"], hook["timeoutSeconds"]) == ("Fail", "None", 10)
+        assert {(r["apiGroups"][0], r["resources"][0]) for r in hook["rules"]} == {
+            ("karpenter.sh", "provisioners"), ("karpenter.k8s.aws", "awsnodetemplates")}
         assert all(r["operations"] == ["CREATE", "UPDATE"] for r in hook["rules"])
 
 
-def test_rbac_allows_what_the_controller_does(helm: Path) -> None:
-    role = next(d for d in render(helm) if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "karpy")
-    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
-               for v in rule["verbs"]}
-    for need in (("", "nodes", "create"), ("", "nodes", "delete"), ("", "pods/eviction", "create"),
-                 ("", "pods/binding", "create"), ("karpenter.sh", "provisioners/status", "patch"),
-                 ("policy", "poddisruptionbudgets", "watch")):
-        assert need in granted
+def test_the_webapp_keeps_its_certificate_in_the_secret(helm: Path) -> None:
+    spec = pod_spec(render(helm), "webapp")
+    args = spec["containers"][0]["args"]
+    assert "--cert-secret=karpy-webhook-cert" in args and "--cert-namespace=karpy" in args
+    assert "--cert-host=karpy-webhook.karpy.svc" in args
+    hooks = {"--mutating-webhook=defaulting.webhook.karpy.sh", "--validating-webhook=validation.webhook.karpy.sh"}
+    assert hooks <= set(args)
+    assert spec["serviceAccountName"] == "karpy-webapp"
 
 
-def test_values_flow_into_the_deployment(helm: Path) -> None:
-    docs = render(helm, "--set", "controller.cloudProvider=simulated", "--set", "controller.replicas=3")
-    controller = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "karpy-controller")
-    assert controller["spec"]["replicas"] == 3
-    assert "--cloud-provider=simulated" in controller["spec"]["template"]["spec"]["containers"][0]["args"]
+@pytest.mark.parametrize("component", ["controller", "webapp"])
+def test_pod_posture(helm: Path, component: str) -> None:
+    docs = render(helm)
+    assert docs[f"Deployment/karpy-{component}"]["spec"]["replicas"] == 2
+    spec = pod_spec(docs, component)
+    assert spec["priorityClassName"] == "system-cluster-critical"
+    [term] = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {"key": "karpenter.sh/provisioner-name", "operator": "DoesNotExist"} in term["matchExpressions"]
+    spread = spec["topologySpreadConstraints"]
+    assert {c["topologyKey"] for c in spread} == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    assert all(c["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component for c in spread)
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    [container] = spec["containers"]
+    sc = container["securityContext"]
+    assert (sc["readOnlyRootFilesystem"], sc["allowPrivilegeEscalation"], sc["capabilities"]) == (
+        True, False, {"drop": ["ALL"]})
+    assert container["livenessProbe"] and container["readinessProbe"] and container["resources"]["requests"]
+    assert docs[f"PodDisruptionBudget/karpy-{component}"]["spec"]["maxUnavailable"] == 1
+
+
+def test_no_role_grants_secrets_to_the_controller_or_wildcards(helm: Path) -> None:
+    docs = render(helm)
+    for name, doc in docs.items():
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        for rule in doc["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], name
+            if "secrets" in rule["resources"]:
+                assert name == "Role/karpy-webapp" and rule["resourceNames"] == ["karpy-webhook-cert"]
+                assert set(rule["verbs"]) == {"get", "update"}
+
+
+def test_every_option(helm: Path) -> None:
+    docs = render(helm, "--values", str(EVERY_OPTION))
+    controller = pod_spec(docs, "controller")
+    assert docs["Deployment/karpy-controller"]["spec"]["replicas"] == 3
+    assert "--log-format=json" in controller["containers"][0]["args"]
+    assert controller["imagePullSecrets"] == [{"name": "regcred"}]
+    assert docs["ServiceAccount/karpy-controller-sa"]["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]
+    assert docs["ServiceMonitor/karpy-controller"]["spec"]["endpoints"][0]["interval"] == "15s"
+    webhook = docs["ValidatingWebhookConfiguration/validation.webhook.karpy.sh"]["webhooks"][0]
+    assert (webhook["failurePolicy"], webhook["timeoutSeconds"]) == ("Ignore", 5)
 
 
 def test_the_dashboard_reads_with_get_list_watch_only_and_asks_the_controller(helm: Path) -> None:
-    docs = {f"{d['kind']}/{d['metadata']['name']}": d for d in render(helm)}
-    webapp = docs["Deployment/karpy-webapp"]["spec"]["template"]["spec"]
+    docs = render(helm)
+    webapp = pod_spec(docs, "webapp")
     assert webapp["serviceAccountName"] == "karpy-webapp"
     assert "--controller-url=http://karpy-controller.karpy.svc:8080" in webapp["containers"][0]["args"]
     binding = docs["ClusterRoleBinding/karpy-dashboard"]
@@ -102,8 +159,7 @@ def test_the_dashboard_reads_with_get_list_watch_only_and_asks_the_controller(he
     verbs = {v for rule in docs["ClusterRole/karpy-dashboard"]["rules"] for v in rule["verbs"]}
     assert verbs == {"get", "list", "watch"}
     assert docs["Service/karpy-controller"]["spec"]["ports"][0]["port"] == 8080
-    controller = docs["Deployment/karpy-controller"]["spec"]["template"]["spec"]
-    assert controller["serviceAccountName"] == "karpy"
+    assert pod_spec(docs, "controller")["serviceAccountName"] == "karpy"
 
 
 def test_aws_values_become_the_controllers_aws_settings(helm: Path) -> None:
@@ -111,9 +167,8 @@ def test_aws_values_become_the_controllers_aws_settings(helm: Path) -> None:
         helm, "--set", "controller.cloudProvider=aws", "--set", "controller.aws.region=eu-west-1",
         "--set", "controller.aws.interruptionQueue=karpy-q", "--set", "controller.aws.tags.team=infra",
         "--set", "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::1:role/karpy",
-    )
-    controller = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "karpy-controller")
-    container = controller["spec"]["template"]["spec"]["containers"][0]
+    )  # fmt: skip
+    container = pod_spec(docs, "controller")["containers"][0]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert "--cloud-provider=aws" in container["args"]
     assert env["KARPY_AWS_REGION"] == "eu-west-1" and env["KARPY_AWS_INTERRUPTION_QUEUE"] == "karpy-q"
@@ -123,7 +178,7 @@ def test_aws_values_become_the_controllers_aws_settings(helm: Path) -> None:
 
     names = {f"KARPY_{f.upper()}" for f in Settings.__dataclass_fields__}
     assert {n for n in env if n.startswith("KARPY_")} <= names
-    sa = next(d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == "karpy")
+    sa = docs["ServiceAccount/karpy"]
     assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::1:role/karpy"
 
 
@@ -131,5 +186,5 @@ def test_aws_without_a_region_is_refused(helm: Path) -> None:
     proc = subprocess.run(
         [str(helm), "template", "karpy", str(CHART), "--set", "controller.cloudProvider=aws"],
         capture_output=True, text=True,
-    )
+    )  # fmt: skip
     assert proc.returncode != 0 and "controller.aws.region is required" in proc.stderr

@@ -20,6 +20,32 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (include "karpy.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
 
+{{/* The webapp's own ServiceAccount: read-only, plus its certificate Secret and webhook caBundles. */}}
+{{- define "karpy.webappServiceAccountName" -}}
+{{- printf "%s-webapp" (include "karpy.fullname" .) -}}
+{{- end -}}
+
+{{/* The Secret holding the webhook CA and serving certificate, filled by the webapp itself. */}}
+{{- define "karpy.certSecretName" -}}
+{{- printf "%s-webhook-cert" (include "karpy.fullname" .) -}}
+{{- end -}}
+
+{{- define "karpy.leaseName" -}}
+{{- printf "%s-controller" (include "karpy.fullname" .) -}}
+{{- end -}}
+
+{{/* topologySpreadConstraints with the component's label selector; call with (list $ "controller"). */}}
+{{- define "karpy.topologySpread" -}}
+{{- $root := index . 0 -}}{{- $component := index . 1 -}}
+{{- range $root.Values.topologySpreadConstraints }}
+- {{- toYaml . | nindent 2 }}
+  labelSelector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ $root.Release.Name }}
+      app.kubernetes.io/component: {{ $component }}
+{{- end }}
+{{- end -}}
+
 {{- define "karpy.image" -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
