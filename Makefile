@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_DIR ?= .dev
+DEV_PORT ?= 8443
 
 .PHONY: dev test lint typecheck bench venv clean cluster-binaries chromium
 
@@ -45,7 +46,7 @@ bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.e2e
 
 dev: $(STAMP) cluster-binaries
-	$(BIN)/karpy dev --dir $(DEV_DIR)
+	$(BIN)/karpy dev --dir $(DEV_DIR) --port $(DEV_PORT)
 
 clean:
 	rm -rf $(VENV) $(DEV_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis

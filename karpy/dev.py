@@ -1,9 +1,10 @@
 """`karpy dev`: the main job on one machine, on the simulated cloud.
 
-Starts the local control plane (`localcluster`), karpy's webhook server over TLS with freshly
-generated certificates, registers the webhooks, applies the default Provisioner, starts the
-controller with the simulated cloud provider, prints where everything
-is, and stops every process it started on Ctrl-C or SIGTERM.
+Starts karpy's webapp over TLS with freshly generated certificates, the local control plane
+(`localcluster`), registers the webhooks, applies the default Provisioner and a small sample
+Deployment, starts the controller with the simulated cloud provider, prints the kubeconfig, the
+webapp's URL and a `kubectl scale` one-liner to try, and stops every process it started on
+Ctrl-C (SIGINT) or SIGTERM. tests/karpy/test_dev.py runs it through `make dev`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,27 @@ spec:
       memory: 1000Gi
   consolidation:
     enabled: true
+"""
+
+SAMPLE_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sample
+  namespace: default
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: sample}
+  template:
+    metadata:
+      labels: {app: sample}
+    spec:
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: 500m, memory: 512Mi}
 """
 
 
@@ -107,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         state = cluster.up(timeout=180, detach=False)
         cluster.install_webhooks(url, certs.ca_cert.read_bytes())
         cluster.kubectl("apply", "-f", "-", input=DEFAULT_PROVISIONER)
+        cluster.kubectl("apply", "-f", "-", input=SAMPLE_DEPLOYMENT)
         controller = _start(
             [
                 "controller",
@@ -125,14 +148,14 @@ def run(args: argparse.Namespace) -> int:
         )
         procs.append(controller)
         print("karpy dev: controller started on the simulated cloud", flush=True)
+        kubectl = cluster.bin_dir / "kubectl"
         print(
             f"\nkarpy is running (cluster ready in {state.ready_seconds:.1f}s)\n"
-            f"  dashboard (read-only): {url}/  (TLS; CA: {certs.ca_cert})\n"
-            f"  webhooks (TLS):       {url}  (CA: {certs.ca_cert})\n"
-            f"  kubeconfig:           {cluster.kubeconfig}\n"
-            f"  try:  export KUBECONFIG={cluster.kubeconfig}\n"
-            f"        {cluster.bin_dir / 'kubectl'} get provisioner default -o yaml\n"
-            f"  logs:                 {logs} and {cluster.dir / 'logs'}\n"
+            f"  kubeconfig: {cluster.kubeconfig}\n"
+            f"  dashboard:  {url}/  (read-only; TLS, CA {certs.ca_cert}; also serves the webhooks)\n"
+            f"  try:        KUBECONFIG={cluster.kubeconfig} {kubectl} scale deployment/sample --replicas=10\n"
+            f"              KUBECONFIG={cluster.kubeconfig} {kubectl} get nodes,pods -o wide\n"
+            f"  logs:       {logs} and {cluster.dir / 'logs'}\n"
             "Press Ctrl-C to stop everything.",
             flush=True,
         )
