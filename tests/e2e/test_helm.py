@@ -233,6 +233,7 @@ def running(installed: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
                 "--cert-host", "karpy-webhook.karpy.svc", "--cert-host", "127.0.0.1",
                 "--mutating-webhook", HOOKS["mutatingwebhookconfiguration"],
                 "--validating-webhook", HOOKS["validatingwebhookconfiguration"], "--workers", "1",
+                "--cert-check-seconds", "1",
             )  # fmt: skip
             started.append(procs.start(f"webapp-{i}", argv, tmp, die_with_parent=True, cwd=REPO))
         for i, port in enumerate(ports):
@@ -268,8 +269,37 @@ def test_webapp_bootstraps_the_secret_and_the_ca_bundles(running: Running) -> No
         cert.verify_directly_issued_by(ca)
         assert cert == x509.load_pem_x509_certificate(data["tls.crt"])
     for kind, name in HOOKS.items():
-        bundle = kubectl_json(cluster, "get", kind, name)["webhooks"][0]["clientConfig"]["caBundle"]
+        bundle: str = kubectl_json(cluster, "get", kind, name)["webhooks"][0]["clientConfig"]["caBundle"]
         assert base64.b64decode(bundle) == data["ca.crt"]
+
+
+def test_a_replaced_certificate_is_served_without_a_restart(running: Running) -> None:
+    """Emptying the Secret (as a rotation or an operator would) makes the replicas issue a new CA,
+    agree on it through the apiserver's conflict check, re-point the caBundles and reload."""
+    cluster = running.cluster
+    old = secret_data(cluster)
+    patch = [{"op": "remove", "path": "/data"}]
+    cluster.kubectl("patch", "secret", SECRET, "-n", NS, "--type=json", "-p", json.dumps(patch))
+
+    def renewed() -> dict[str, bytes] | None:
+        data = secret_data(cluster)
+        return data if data.get("ca.crt") and data["ca.crt"] != old["ca.crt"] else None
+
+    new: dict[str, bytes] = eventually(renewed, 30, "a new CA in the Secret")
+    cert = x509.load_pem_x509_certificate(new["tls.crt"])
+
+    def serves_new(port: int) -> bool:
+        return served_certificate(port) == cert
+
+    def trusts_new(kind: str, name: str) -> bool:
+        bundle: str = kubectl_json(cluster, "get", kind, name)["webhooks"][0]["clientConfig"]["caBundle"]
+        return base64.b64decode(bundle) == new["ca.crt"]
+
+    for port in running.ports:
+        eventually(functools.partial(serves_new, port), 30, f"the webapp on {port} serving the new certificate")
+    for kind, name in HOOKS.items():
+        eventually(functools.partial(trusts_new, kind, name), 30, f"{name} trusting the new CA")
+    assert all(procs.alive(proc) for proc in running.procs)  # reloaded, not restarted
 
 
 def test_webhooks_default_a_provisioner_and_the_controller_scales_up_and_down(running: Running) -> None:
