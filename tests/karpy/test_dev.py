@@ -116,6 +116,12 @@ def test_make_dev_runs_scales_and_stops_everything_on_ctrl_c(tmp_path: Path) -> 
         eventually(lambda: any(n in requests.get(url + "nodes", verify=ca, timeout=10).text for n in launched),
                    60, "the dashboard's nodes page listing a node karpy launched")  # fmt: skip
 
+        subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "scale", "deployment/sample", "--replicas=0"],
+                       check=True, capture_output=True, timeout=60)  # fmt: skip
+        eventually(lambda: not kubectl_json(kubectl, kubeconfig, "get", "nodes", "-l",
+                                            "karpenter.sh/provisioner-name=default")["items"],
+                   180, "consolidation to remove the empty nodes")  # fmt: skip
+
         started = descendants(make.pid)
         assert len(started) >= 7  # karpy dev, webapp (+ workers), controller, 5 control-plane components
     finally:
