@@ -18,6 +18,7 @@ import base64
 import datetime
 import enum
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,7 @@ MUTATING = Kind("mutatingwebhookconfigurations", _ADMISSION, "mutatingwebhookcon
 VALIDATING = Kind("validatingwebhookconfigurations", _ADMISSION, "validatingwebhookconfigurations", False)
 CA_NAME = "karpy-webhook-ca"
 KEYS = ("ca.crt", "ca.key", "tls.crt", "tls.key")
+SERVING_PEM = "serving.pem"  # certificate then key, the one file the TLS server reads
 _ATTEMPTS = 5
 
 
@@ -76,11 +78,21 @@ class Bundle:
         return {k: base64.b64encode(v).decode() for k, v in zip(KEYS, values, strict=True)}
 
     def write(self, directory: Path) -> None:
-        """Write the serving files (`tls.crt`, `tls.key` 0600, `ca.crt`) for the TLS server."""
+        """Write `serving.pem` (certificate and key, 0600) for the TLS server, and `tls.crt`,
+        `tls.key` (0600), `ca.crt` for people; each replaced atomically (rename)."""
         directory.mkdir(parents=True, exist_ok=True)
-        certs.write_private(directory / "tls.key", self.key)
-        (directory / "tls.crt").write_bytes(self.cert)
-        (directory / "ca.crt").write_bytes(self.ca)
+        for name, data, private in (
+            ("ca.crt", self.ca, False),
+            ("tls.crt", self.cert, False),
+            ("tls.key", self.key, True),
+            (SERVING_PEM, self.cert + self.key, True),
+        ):
+            tmp = directory / f".{name}.tmp"
+            if private:
+                certs.write_private(tmp, data)
+            else:
+                tmp.write_bytes(data)
+            os.replace(tmp, directory / name)
 
 
 class Action(enum.Enum):

@@ -1,16 +1,17 @@
 """Serve the webapp under gunicorn with TLS 1.2 or newer (`karpy webapp`).
 
-With `cert_secret` set, the certificate files in `cert_dir` come from the Secret kept by
-`certificates.ensure` before gunicorn starts; a thread in gunicorn's master checks it again every
-`cert_check_seconds` and, when the serving certificate changed (rotation by this or another
-replica), writes the new files and sends the master SIGHUP so fresh workers load them.
+The gthread worker builds the TLS context for every accepted connection from the files in
+`cert_dir`, so renewed files are served from the next connection on, with no reload (a Secret
+volume renewed by cert-manager needs nothing more). With `cert_secret` set, the files come from
+the Secret kept by `certificates.ensure` before gunicorn starts, and a thread in gunicorn's
+master checks it again every `cert_check_seconds` and rewrites the files when the serving
+certificate changed (renewed by this or another replica). Certificate and key are then served
+from one file (`serving.pem`) replaced atomically, so no connection sees a mismatched pair.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import ssl
 import threading
 import time
@@ -21,6 +22,7 @@ from gunicorn.app.base import BaseApplication
 
 from certs import CertPaths
 from webapp import create_app
+from webapp.certificates import SERVING_PEM
 from webapp.settings import WebappSettings
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,11 @@ class _Server(BaseApplication):  # type: ignore[misc]
         self.cfg.set("accesslog", None)
         self.cfg.set("loglevel", "warning")
         self.cfg.set("graceful_timeout", 10)
-        if s.cert_dir:
+        if s.cert_secret and s.cert_dir:
+            self.cfg.set("certfile", str(Path(s.cert_dir) / SERVING_PEM))
+            self.cfg.set("ssl_context", _ssl_context)
+            self.cfg.set("when_ready", lambda arbiter: _start_rotation(s))
+        elif s.cert_dir:
             paths = CertPaths.in_dir(s.cert_dir)
             for p in (paths.cert, paths.key):
                 if not Path(p).is_file():
@@ -54,9 +60,6 @@ class _Server(BaseApplication):  # type: ignore[misc]
             self.cfg.set("certfile", str(paths.cert))
             self.cfg.set("keyfile", str(paths.key))
             self.cfg.set("ssl_context", _ssl_context)
-
-        if s.cert_secret:
-            self.cfg.set("when_ready", lambda arbiter: _start_rotation(s))
 
     def load(self) -> Any:
         app = create_app(self.settings)
@@ -99,8 +102,7 @@ def _start_rotation(settings: WebappSettings) -> None:
             time.sleep(settings.cert_check_seconds)
             try:
                 if bootstrap_certificates(settings):
-                    log.warning("serving certificate renewed; reloading workers")
-                    os.kill(os.getpid(), signal.SIGHUP)
+                    log.warning("serving certificate renewed; new connections get it")
             except Exception as err:  # keep serving the current certificate; retry later
                 log.warning("checking the certificate secret: %s", err)
 

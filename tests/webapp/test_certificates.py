@@ -209,6 +209,9 @@ def test_bundle_files_are_written_with_a_private_key(tmp_path: Any) -> None:
     bundle.write(tmp_path / "certs")
     assert (tmp_path / "certs" / "tls.crt").read_bytes() == bundle.cert
     assert (tmp_path / "certs" / "tls.key").stat().st_mode & 0o777 == 0o600
+    serving = tmp_path / "certs" / C.SERVING_PEM  # what the TLS server reads: one file, one rename
+    assert serving.read_bytes() == bundle.cert + bundle.key and serving.stat().st_mode & 0o777 == 0o600
+    assert not list((tmp_path / "certs").glob(".*.tmp"))
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from cryptography.hazmat.primitives import serialization
 
 from tests.support.procs import free_port, karpy, stop, wait_until
 from webapp.server import _ssl_context
@@ -100,3 +101,39 @@ def test_tls_is_1_2_or_newer(server: tuple[str, Path]) -> None:
 def test_server_context_refuses_old_protocols() -> None:
     context = _ssl_context(None, lambda: ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     assert context.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def _served(port: int) -> bytes | None:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as raw, ctx.wrap_socket(raw) as tls:
+            return tls.getpeercert(binary_form=True)
+    except OSError:
+        return None
+
+
+def test_renewed_certificate_files_are_served_without_a_restart(tmp_path: Path) -> None:
+    """What a Secret volume renewed by cert-manager does: new files in --cert-dir; the next
+    connection gets them (the TLS context is built per connection), the process stays."""
+    from cryptography import x509
+
+    from certs import generate
+
+    paths = generate(tmp_path / "certs", ["127.0.0.1"])
+    port = free_port()
+    argv = ["webapp", "--cert-dir", str(tmp_path / "certs"), "--port", str(port), "--host", "127.0.0.1",
+            "--workers", "1"]  # fmt: skip
+    proc = karpy(argv, tmp_path / "webapp.log")
+    try:
+        wait_until(lambda: _served(port) is not None, 30, "webapp", proc)
+        first = _served(port)
+        generate(tmp_path / "certs", ["127.0.0.1"])
+        new = x509.load_pem_x509_certificate(paths.cert.read_bytes()).public_bytes(
+            serialization.Encoding.DER
+        )
+        assert new != first
+        wait_until(lambda: _served(port) == new, 30, "the renewed certificate served", proc)
+        assert proc.poll() is None
+    finally:
+        stop(proc)
