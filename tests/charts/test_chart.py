@@ -147,6 +147,29 @@ def test_every_option(helm: Path) -> None:
     assert docs["ServiceMonitor/karpy-controller"]["spec"]["endpoints"][0]["interval"] == "15s"
     webhook = docs["ValidatingWebhookConfiguration/validation.webhook.karpy.sh"]["webhooks"][0]
     assert (webhook["failurePolicy"], webhook["timeoutSeconds"]) == ("Ignore", 5)
+    certificate = docs["Certificate/karpy-webhook"]["spec"]
+    assert certificate["issuerRef"] == {"kind": "ClusterIssuer", "name": "company-ca", "group": "cert-manager.io"}
+    assert certificate["duration"] == "2160h" and not any(k.startswith("Issuer/") for k in docs)
+
+
+def test_cert_manager_option(helm: Path) -> None:
+    """cert-manager fills the Secret (mounted) and injects the caBundle; the webapp keeps no
+    certificate rights at all."""
+    docs = render(helm, "--set", "webhook.certManager.enabled=true")
+    certificate = docs["Certificate/karpy-webhook"]["spec"]
+    assert certificate["secretName"] == "karpy-webhook-cert"
+    assert "karpy-webhook.karpy.svc" in certificate["dnsNames"]
+    assert certificate["issuerRef"] == {"kind": "Issuer", "name": "karpy-selfsigned"}
+    assert docs["Issuer/karpy-selfsigned"]["spec"] == {"selfSigned": {}}
+    assert "Secret/karpy-webhook-cert" not in docs  # cert-manager owns it
+    for kind in ("MutatingWebhookConfiguration/defaulting.webhook.karpy.sh",
+                 "ValidatingWebhookConfiguration/validation.webhook.karpy.sh"):  # fmt: skip
+        assert docs[kind]["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": "karpy/karpy-webhook"}
+    spec = pod_spec(docs, "webapp")
+    args = spec["containers"][0]["args"]
+    assert "--cert-dir=/etc/karpy/certs" in args and not any(a.startswith("--cert-secret") for a in args)
+    assert {"name": "certs", "secret": {"secretName": "karpy-webhook-cert"}} in spec["volumes"]
+    assert "Role/karpy-webapp" not in docs and "ClusterRole/karpy-webapp" not in docs
 
 
 def test_the_dashboard_reads_with_get_list_watch_only_and_asks_the_controller(helm: Path) -> None:

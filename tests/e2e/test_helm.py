@@ -44,21 +44,28 @@ HOOKS = {"mutatingwebhookconfiguration": "defaulting.webhook.karpy.sh",
          "validatingwebhookconfiguration": "validation.webhook.karpy.sh"}  # fmt: skip
 PATHS = {"mutatingwebhookconfiguration": "/webhooks/mutate", "validatingwebhookconfiguration": "/webhooks/validate"}
 
-# The Prometheus operator's ServiceMonitor kind, structure only: what a cluster that uses
-# `serviceMonitor.enabled` already has.
-SERVICEMONITOR_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "names": {"kind": "ServiceMonitor", "plural": "servicemonitors", "listKind": "ServiceMonitorList",
-                  "singular": "servicemonitor"},
-        "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-            "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-    },
-}  # fmt: skip
+
+
+def foreign_crd(group: str, kind: str, version: str = "v1") -> dict[str, Any]:
+    """Another operator's kind, structure only: what a cluster using `serviceMonitor.enabled`
+    (Prometheus operator) or `webhook.certManager.enabled` (cert-manager) already has."""
+    plural = kind.lower() + "s"
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "listKind": f"{kind}List", "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [{"name": version, "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
+        },
+    }  # fmt: skip
+
+
+FOREIGN_CRDS = [foreign_crd("monitoring.coreos.com", "ServiceMonitor"), foreign_crd("cert-manager.io", "Certificate"),
+                foreign_crd("cert-manager.io", "Issuer")]  # fmt: skip
 
 PROVISIONER = """\
 apiVersion: karpenter.sh/v1alpha5
@@ -175,15 +182,19 @@ def karpy(*args: str) -> list[str]:
 
 
 def test_rendered_chart_is_accepted_by_the_apiserver(cluster: LocalCluster, helm: Helm) -> None:
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(SERVICEMONITOR_CRD))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/servicemonitors.monitoring.coreos.com")
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": FOREIGN_CRDS}))
+    cluster.kubectl("wait", "--for=condition=Established", *[f"crd/{c['metadata']['name']}" for c in FOREIGN_CRDS])
     cluster.kubectl("create", "namespace", NS)
-    for args in ([], ["--values", str(EVERY_OPTION)]):
+    for args, expect in (
+        ([], "secret/karpy-webhook-cert"),
+        (["--values", str(EVERY_OPTION)], "servicemonitor.monitoring.coreos.com/karpy-controller"),
+        (["--set", "webhook.certManager.enabled=true"], "issuer.cert-manager.io/karpy-selfsigned"),
+    ):
         rendered = helm.template(*args)
         assert rendered == helm.template(*args)  # stable across renders
         proc = cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=rendered, check=False)
         assert proc.returncode == 0, proc.stderr
-        assert "servicemonitor" in proc.stdout or not args
+        assert f"{expect} created (server dry run)" in proc.stdout, proc.stdout
     cluster.kubectl("delete", "namespace", NS, "--wait=true")
 
 
