@@ -58,6 +58,7 @@ def test_renders_every_object(helm: Path) -> None:
         "Deployment/karpy-webapp",
         "Service/karpy-webhook",
         "Service/karpy-controller",
+        "Service/karpy-dashboard",
         "Secret/karpy-webhook-cert",
         "MutatingWebhookConfiguration/defaulting.webhook.karpy.sh",
         "ValidatingWebhookConfiguration/validation.webhook.karpy.sh",

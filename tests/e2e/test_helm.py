@@ -212,7 +212,8 @@ def test_installed_objects(installed: LocalCluster) -> None:
                           "-l", "app.kubernetes.io/instance=karpy")["items"]}  # fmt: skip
     assert {("Deployment", "karpy-controller"), ("Deployment", "karpy-webapp"), ("Secret", SECRET),
             ("ServiceAccount", WEBAPP_SA), ("ServiceAccount", CONTROLLER_SA), ("Lease", "karpy-controller"),
-            ("PodDisruptionBudget", "karpy-webapp")} <= kinds  # fmt: skip
+            ("PodDisruptionBudget", "karpy-webapp"), ("Service", "karpy-dashboard"), ("Service", "karpy-webhook"),
+            ("Service", "karpy-controller")} <= kinds  # fmt: skip
     assert secret_data(installed) == {}  # nothing from Helm: the webapp fills it
 
 
