@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
-from controller.scheduling.types import NewNode, PodRequest, SchedulingInput, SchedulingResult
+from controller.scheduling.types import NewNode, PodRequest, SchedulingInput, SchedulingResult, SchedulingSettings
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +52,8 @@ def simulate(snapshot: Snapshot, cands: Sequence[Candidate], scheduler: Schedule
             instance_types={name: p.instance_types for name, p in snapshot.provisioners.items()},
             nodes=[n.state for n in remaining],
             daemonsets=snapshot.daemonsets,
+            # consolidation replaces with one node at most: the exact packing must not add nodes
+            settings=SchedulingSettings(exact_more_nodes=False),
         )
     )
     must_move = {p.key for p in moving}

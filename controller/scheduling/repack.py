@@ -33,16 +33,25 @@ def _free(solver: Solver, ps: PodState) -> bool:
     return not ps.pod.host_ports and not solver.topology.constraining(ps) and not solver.topology.counting(ps)
 
 
-def improve(solver: Solver) -> None:
-    """Re-pack interchangeable pods of new nodes where that lowers the total price."""
+def pools(solver: Solver) -> list[tuple[NodeClass, list[int]]]:
+    """Per node class, the new nodes whose pods are all interchangeable (provisioners with
+    limits left out: Karpenter's limit accounting is per node as first computed)."""
     t = solver.table
-    pools: dict[int, list[int]] = {}
+    found: dict[int, list[int]] = {}
     for j in range(t.n):
         if t.new[j] and t.pods[j] and all(_free(solver, ps) for ps in t.pods[j]):
-            pools.setdefault(int(t.cls[j]), []).append(j)
-    for cid, nodes in pools.items():
-        if not solver.provisioners[t.classes[cid].provisioner].limits:
-            _repack(solver, t.classes[cid], nodes)
+            found.setdefault(int(t.cls[j]), []).append(j)
+    return [
+        (t.classes[cid], nodes)
+        for cid, nodes in found.items()
+        if not solver.provisioners[t.classes[cid].provisioner].limits
+    ]
+
+
+def improve(solver: Solver) -> None:
+    """Re-pack interchangeable pods of new nodes where that lowers the total price."""
+    for cls, nodes in pools(solver):
+        _repack(solver, cls, nodes)
 
 
 def _repack(solver: Solver, cls: NodeClass, nodes: list[int]) -> None:
@@ -69,13 +78,21 @@ def _repack(solver: Solver, cls: NodeClass, nodes: list[int]) -> None:
     by_shape: list[list[PodState]] = [[] for _ in order]
     for ps, s in zip(pods, np.asarray(inverse).reshape(-1), strict=True):
         by_shape[int(rank[s])].append(ps)
+    rebuild(solver, cls, nodes, [[by_shape[s].pop() for s in range(len(take)) for _ in range(int(take[s]))]
+                                 for _, take in bins])  # fmt: skip
+
+
+def rebuild(solver: Solver, cls: NodeClass, nodes: list[int], contents: list[list[PodState]]) -> None:
+    """Replace the pool `nodes` (new nodes of class `cls`) by one new node per entry of `contents`;
+    the old names are reused first. Each node's options are the class's types that hold it."""
+    i = cls.provisioner
+    table = solver.tables[i]
     names = [solver.table.names[j] for j in nodes]
     for j in nodes:
         solver.table.pods[j] = []
         solver.table.npods[j] = 0
         solver.table.reset(j, solver.daemon_overhead[i])
-    for k, (_, take) in enumerate(bins):
-        chosen = [by_shape[s].pop() for s in range(len(take)) for _ in range(int(take[s]))]
+    for k, chosen in enumerate(contents):
         content = solver.daemon_overhead[i] + np.sum([ps.request for ps in chosen], axis=0)
         keep = solver.class_types(cls) & table.fits(content)
         name = names[k] if k < len(names) else solver.new_name(i)

@@ -19,7 +19,8 @@ first), else to a new node from the first provisioner in weight order that can t
 tolerated, requirements compatible, topology satisfied, limits respected, an instance type that
 fits with an available offering). Preferences are relaxed one at a time when a pod fails.
 The machinery lives in `solver.py`; then `repack.py` re-packs pods no topology rule involves
-when that lowers the price (karpy's addition); reasons come from `reasons.py`.
+when that lowers the price, and `exact.py` re-packs small such pools near-optimally with a
+time-bounded MILP (both karpy's additions); reasons come from `reasons.py`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 
 from controller.core.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
 from controller.core.requirements import Requirement, Requirements
+from controller.scheduling import exact
 from controller.scheduling.reasons import explain
 from controller.scheduling.repack import improve
 from controller.scheduling.solver import Solver
@@ -45,6 +47,7 @@ def schedule(inp: SchedulingInput) -> SchedulingResult:
     solver = Solver(inp)
     solver.solve()
     improve(solver)
+    exact.refine(solver)
     return _result(solver)
 
 

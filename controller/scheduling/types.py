@@ -258,7 +258,19 @@ class NewNode:
 
 @dataclass(frozen=True, slots=True)
 class SchedulingSettings:
+    """Knobs of one scheduling decision.
+
+    `exact_time_limit`: seconds HiGHS may spend (its own clock) on the near-optimal packing of
+    small pools (`exact.py`) per decision; 0 turns that pass off. `exact_max_bins`: the largest
+    pool (nodes it may open) the pass takes on. `exact_more_nodes`: whether the pass may use
+    more new nodes than the heuristic did — consolidation, which accepts one replacement node
+    at most, turns it off.
+    """
+
     max_instance_types: int = 60
+    exact_time_limit: float = 0.2
+    exact_max_bins: int = 24
+    exact_more_nodes: bool = True
 
 
 @dataclass(frozen=True, eq=False)

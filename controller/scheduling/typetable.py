@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from controller.core.labels import CAPACITY_TYPE, ZONE
+from controller.core.labels import CAPACITY_TYPE, CAPACITY_TYPE_SPOT, ZONE
 from controller.core.requirements import Requirement, Requirements
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS, is_exotic, launch_order
 from controller.scheduling.types import InstanceType
@@ -53,6 +53,7 @@ class TypeTable:
         self._offering_masks: dict[tuple[Requirement, Requirement], np.ndarray] = {}
         self._compatible: dict[frozenset[Requirement], np.ndarray] = {}
         self._prices: dict[tuple[Requirement, Requirement], np.ndarray] = {}
+        self._launch_prices: dict[tuple[Requirement, Requirement], np.ndarray] = {}
         self.all = np.ones(count, dtype=bool)
         self._index = {it.name: i for i, it in enumerate(self.types)}
 
@@ -115,6 +116,22 @@ class TypeTable:
             price = np.full(len(self.types), np.inf)
             np.minimum.at(price, self.off_type[allowed], self.off_price[allowed])
             self._prices[key] = price
+        return price
+
+    def launch_prices(self, requirements: Requirements) -> np.ndarray:
+        """Per type, the price of the offering a launch of that type alone takes (infinity when
+        none): its cheapest allowed spot offering if it has one, else its cheapest on-demand one
+        (`instancetypes.launch_order` tries spot first)."""
+        key = (requirements.get_or_exists(ZONE), requirements.get_or_exists(CAPACITY_TYPE))
+        price = self._launch_prices.get(key)
+        if price is None:
+            allowed = self._allowed_offerings(requirements)
+            spot = np.full(len(self.types), np.inf)
+            if CAPACITY_TYPE_SPOT in self.ct_names:
+                is_spot = allowed & (self.off_ct == self.ct_names.index(CAPACITY_TYPE_SPOT))
+                np.minimum.at(spot, self.off_type[is_spot], self.off_price[is_spot])
+            price = np.where(np.isfinite(spot), spot, self.prices(requirements))
+            self._launch_prices[key] = price
         return price
 
     def ordered(self, mask: np.ndarray, requirements: Requirements, limit: int) -> list[int]:
