@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEV_DIR ?= .dev
 DEV_PORT ?= 8443
 
-.PHONY: dev test lint typecheck bench venv clean cluster-binaries chromium
+.PHONY: dev test lint typecheck bench bench-karpenter venv clean cluster-binaries chromium
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,7 +43,15 @@ bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.admission
 	$(BIN)/python -m bench.scheduling
 	$(BIN)/python -m bench.dashboard
+	$(BIN)/python -m bench.optimality
 	$(BIN)/python -m bench.e2e
+	$(MAKE) bench-karpenter
+
+# Side by side with Karpenter's own scheduling benchmark on identical inputs (bench/karpenter/: a
+# pinned wrapper Go module; its test binary is built once, a few minutes, and cached under
+# ~/.cache/karpy/karpenter-bench). Not part of `make test`.
+bench-karpenter: $(STAMP)
+	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.sidebyside
 
 dev: $(STAMP) cluster-binaries
 	$(BIN)/karpy dev --dir $(DEV_DIR) --port $(DEV_PORT)

@@ -43,7 +43,7 @@ from controller.scheduling.repack import node_price, pools, rebuild
 from controller.scheduling.solver import Solver
 
 _EPS = 1e-9
-_MAX_TYPES = 48  # candidate types per pool after pruning (best value for money first)
+_MAX_TYPES = 16  # candidate types per pool after pruning: a small model proves fast enough to deepen
 
 
 @dataclass(frozen=True)
@@ -219,27 +219,35 @@ def refine(solver: Solver) -> list[Outcome]:
     return outcomes
 
 
-def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> Outcome:
-    settings = solver.inp.settings
+@dataclass(frozen=True)
+class Pool:
+    """One pool as a packing problem: pod shapes and counts, candidate types (`types`: indices
+    into the provisioner's TypeTable) with their usable resources and launch prices, and today's
+    layout over those candidates (`start`, with `inverse`: each pod's shape, pods in node order)."""
+
+    shapes: np.ndarray
+    counts: np.ndarray
+    inverse: np.ndarray
+    types: np.ndarray
+    usable: np.ndarray
+    price: np.ndarray
+    start: list[tuple[int, np.ndarray]]
+
+
+def pool_problem(solver: Solver, cid: int, nodes: list[int]) -> Pool | None:
+    """The packing problem of one pool, or None (no usable type, or a node fits none)."""
     cls = solver.table.classes[cid]
     i = cls.provisioner
     table = solver.tables[i]
-    before = sum(node_price(solver, j) for j in nodes)
-    h = len(nodes)
-    sizes = [h + extra for extra in ((2, 4, 8) if settings.exact_more_nodes else (0,))]
-    sizes = [b for b in sizes if b <= settings.exact_max_bins and b >= 2]
-    if not sizes:
-        return Outcome("skipped", "size", before, before, 0.0)
     price_all = table.launch_prices(cls.requirements)
     candidates = solver.class_types(cls) & np.isfinite(price_all)
     if (candidates & ~table.exotic).any():
         candidates &= ~table.exotic
-    overhead = solver.daemon_overhead[i]
-    usable_all = table.alloc - overhead
+    usable_all = table.alloc - solver.daemon_overhead[i]
     candidates &= (usable_all >= 0).all(axis=1)
     idx = np.flatnonzero(candidates)
     if idx.size == 0:
-        return Outcome("skipped", "no types", before, before, 0.0)
+        return None
     pods: list[PodState] = [ps for j in nodes for ps in solver.table.pods[j]]
     shapes, inverse, counts = np.unique(
         np.array([ps.request for ps in pods]), axis=0, return_inverse=True, return_counts=True
@@ -247,7 +255,6 @@ def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> O
     inverse = np.asarray(inverse).reshape(-1)
     usable = usable_all[idx]
     price = price_all[idx]
-    # today's layout as a MIP start: each node's content on its cheapest fitting candidate
     start: list[tuple[int, np.ndarray]] = []
     offset = 0
     for j in nodes:
@@ -256,11 +263,27 @@ def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> O
         content = (shapes * take[:, None]).sum(axis=0)
         fitting = np.flatnonzero((usable >= content).all(axis=1))
         if fitting.size == 0:
-            return Outcome("skipped", "start does not fit", before, before, 0.0)
+            return None
         start.append((int(fitting[np.argmin(price[fitting])]), take))
-    chosen = _candidates(usable, price, shapes, counts, [t for t, _ in start])
+    return Pool(shapes, counts, inverse, idx, usable, price, start)
+
+
+def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> Outcome:
+    settings = solver.inp.settings
+    cls = solver.table.classes[cid]
+    before = sum(node_price(solver, j) for j in nodes)
+    h = len(nodes)
+    sizes = [h + extra for extra in ((2, 4, 8) if settings.exact_more_nodes else (0,))]
+    sizes = [b for b in sizes if b <= settings.exact_max_bins and b >= 2]
+    if not sizes:
+        return Outcome("skipped", "size", before, before, 0.0)
+    pool = pool_problem(solver, cid, nodes)
+    if pool is None:
+        return Outcome("skipped", "no fitting types", before, before, 0.0)
+    shapes, counts, usable, price = pool.shapes, pool.counts, pool.usable, pool.price
+    chosen = candidates(usable, price, shapes, counts, [t for t, _ in pool.start])
     position = {int(t): k for k, t in enumerate(chosen)}
-    start_sub = [(position[t], take) for t, take in start]
+    start_sub = [(position[t], take) for t, take in pool.start]
     # deepening: more bins allow cheaper layouts of small nodes but prove slower; each size
     # starts from the best layout so far and gets what is left of the budget
     best, best_cost, status, seconds = start_sub, sum(float(price[chosen[t]]) for t, _ in start_sub), "kept", 0.0
@@ -274,32 +297,31 @@ def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> O
             break
     if best is start_sub:
         return Outcome("kept", status, before, before, seconds)
-    result = Bins(best, best_cost, status, seconds)
-    bins = verified([(int(chosen[t]), take) for t, take in result.bins], shapes, counts, usable, price)
+    bins = verified([(int(chosen[t]), take) for t, take in best], shapes, counts, usable, price)
     if bins is None:
-        return Outcome("kept", "unverified", before, before, result.seconds)
+        return Outcome("kept", "unverified", before, before, seconds)
     after = _launch_cost(solver, cid, shapes, bins)
     if after >= before - 1e-9:
-        return Outcome("kept", result.status, before, before, result.seconds)
+        return Outcome("kept", status, before, before, seconds)
+    pods: list[PodState] = [ps for j in nodes for ps in solver.table.pods[j]]
     by_shape: list[list[PodState]] = [[] for _ in range(len(shapes))]
-    for ps, s in zip(pods, inverse, strict=True):
+    for ps, s in zip(pods, pool.inverse, strict=True):
         by_shape[int(s)].append(ps)
     contents = [[by_shape[s].pop() for s in range(len(shapes)) for _ in range(int(take[s]))] for _, take in bins]
     rebuild(solver, cls, nodes, contents)
-    return Outcome("improved", result.status, before, after, result.seconds)
+    return Outcome("improved", status, before, after, seconds)
 
 
-def _candidates(
+def candidates(
     usable: np.ndarray, price: np.ndarray, shapes: np.ndarray, counts: np.ndarray, required: list[int]
 ) -> np.ndarray:
-    """The non-dominated types, at most `_MAX_TYPES` (cheapest per unit of the pool's demand first),
-    always including `required` (the MIP start's types)."""
+    """The non-dominated types, at most `_MAX_TYPES` — the most of the pool's cpu and memory
+    (each capped at all of it) per dollar first — always including `required` (the MIP start's)."""
     survivors = prune(usable, price, np.array(required, dtype=np.int64))
     if survivors.size <= _MAX_TYPES:
         return survivors
-    need = (shapes * counts[:, None]).sum(axis=0).astype(np.float64)
-    weight = need / np.maximum(need.sum(), 1.0)
-    share = (usable[survivors].astype(np.float64) / np.maximum(need, 1.0)) @ weight
+    need = (shapes[:, :2] * counts[:, None]).sum(axis=0).astype(np.float64)  # cpu, memory
+    share = np.minimum(usable[survivors, :2] / np.maximum(need, 1.0), 1.0).mean(axis=1)
     value = share / np.maximum(price[survivors], _EPS)
     order = survivors[np.argsort(-value, kind="stable")]
     keep = list(dict.fromkeys([*required, *order.tolist()]))[: max(_MAX_TYPES, len(set(required)))]

@@ -1,0 +1,212 @@
+"""How close karpy's launches come to the cheapest possible (`make bench`): small mixed workloads,
+and consolidation after scaling down by half.
+
+Workloads: issue 13's example (40 × 500m/1Gi, 10 × 2/8Gi, 200 × 100m/128Mi, a 100m/200Mi
+DaemonSet) and seeded random mixes of 3–4 Deployments (cpu 100m–4, memory 128Mi–16Gi, 5–60
+replicas each), no topology rules, on the built-in catalog with the Provisioner `karpy simulate`
+would read (spot and on-demand; the webhook's defaults: linux, amd64, c/m/r, generation > 2).
+
+- provisioning: karpy's `schedule()` as the controller runs it (the MILP pass bounded by its
+  default 0.2 s per decision) against the offline optimum: the same MILP (`exact.solve_bins`)
+  over every non-dominated instance type, with up to 8 more nodes than karpy used, no time limit;
+- consolidation (on-demand only: Karpenter v0.27 consolidates spot nodes by deletion only, never
+  by replacement): provision, delete every other pod of each Deployment, then run karpy's
+  deprovisioning decisions (`deprovisioning.decide`, validation wait 0) until idle, executing
+  each command as the simulation planned it; the cost it ends at against the offline optimum for
+  the remaining pods.
+A ratio of 1.000 is optimal; targets: ≤ 1.02 provisioning, ≤ 1.05 after consolidation.
+
+    python -m bench.optimality
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from controller.apis.load import load_provisioner
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.core import labels as L
+from controller.deprovisioning.decide import decide
+from controller.deprovisioning.types import DeprovisioningSettings, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
+from controller.scheduling import exact
+from controller.scheduling.pods import pod_request
+from controller.scheduling.provisioners import provisioner_spec
+from controller.scheduling.repack import improve, pools
+from controller.scheduling.scheduler import node_labels, schedule
+from controller.scheduling.solver import Solver
+from controller.scheduling.types import (
+    PodRequest,
+    SchedulingInput,
+    SchedulingResult,
+    SchedulingSettings,
+    StateNode,
+)
+
+
+def provisioner(capacity_types: Sequence[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1alpha5",
+        "kind": "Provisioner",
+        "metadata": {"name": "default"},
+        "spec": {
+            "requirements": [{"key": L.CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)}],
+            "providerRef": {"name": "default"},
+            "consolidation": {"enabled": True},
+        },
+    }
+
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+Deployment = tuple[str, int, str, str]  # name, replicas, cpu, memory
+
+
+def pods_of(deployments: Sequence[Deployment]) -> list[PodRequest]:
+    out = []
+    for name, replicas, cpu, memory in deployments:
+        for i in range(replicas):
+            meta = {"name": f"{name}-{i}", "namespace": "default", "labels": {"app": name}, "uid": f"{name}-{i}",
+                    "ownerReferences": [{"kind": "ReplicaSet", "name": name, "controller": True}]}  # fmt: skip
+            spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+            out.append(pod_request({"metadata": meta, "spec": spec}))
+    return out
+
+
+def daemonset(cpu: str, memory: str) -> PodRequest:
+    meta = {"name": "ds", "namespace": "kube-system", "ownerReferences": [{"kind": "DaemonSet", "name": "ds"}]}
+    return pod_request({"metadata": meta, "spec": {"containers": [{"name": "c", "resources": {
+        "requests": {"cpu": cpu, "memory": memory}}}]}})  # fmt: skip
+
+
+def workloads() -> list[tuple[str, list[Deployment], list[PodRequest]]]:
+    out = [("issue example", [("a", 40, "500m", "1Gi"), ("b", 10, "2", "8Gi"), ("c", 200, "100m", "128Mi")],
+            [daemonset("100m", "200Mi")])]  # fmt: skip
+    rng = random.Random(42)
+    for k in range(5):
+        deps = []
+        for d in range(rng.choice([3, 4])):
+            cpu = rng.choice(["100m", "250m", "500m", "1", "2", "4"])
+            memory = rng.choice(["128Mi", "512Mi", "1Gi", "2Gi", "4Gi", "8Gi", "16Gi"])
+            deps.append((f"d{d}", rng.randint(5, 60), cpu, memory))
+        out.append((f"random mix {k + 1}", deps, [daemonset("100m", "200Mi")] if k % 2 else []))
+    return out
+
+
+def price_of(result: SchedulingResult) -> float:
+    return sum(n.launch.price for n in result.new_nodes if n.launch is not None)
+
+
+def optimum(pods: Sequence[PodRequest], daemons: Sequence[PodRequest], spec: Any) -> tuple[float, str]:
+    """The offline MILP optimum (no time limit) for these pods on new nodes, and HiGHS's status."""
+    inp = SchedulingInput(pods=pods, provisioners=[spec], instance_types=simulated_catalog(), daemonsets=daemons,
+                          settings=SchedulingSettings(exact_time_limit=0))  # fmt: skip
+    solver = Solver(inp)
+    solver.solve()
+    improve(solver)
+    ((cls, nodes),) = pools(solver)
+    pool = exact.pool_problem(solver, cls.id, nodes)
+    assert pool is not None
+    keep = exact.prune(pool.usable, pool.price, np.array([t for t, _ in pool.start], dtype=np.int64))
+    position = {int(t): k for k, t in enumerate(keep)}
+    start = [(position[t], take) for t, take in pool.start]
+    result = exact.solve_bins(pool.shapes, pool.counts, pool.usable[keep], pool.price[keep], len(nodes) + 8, None,
+                              start)  # fmt: skip
+    return result.cost, result.status
+
+
+def state_node(name: str, node: Any, pods: Sequence[PodRequest]) -> StateNode:
+    launch = node.launch
+    return StateNode(
+        name=name, labels={**node_labels(node), L.HOSTNAME: name}, allocatable=launch.instance_type.allocatable,
+        capacity=dict(launch.instance_type.capacity), pods=tuple(pods), creation_timestamp="2026-01-01T00:00:00Z",
+    )  # fmt: skip
+
+
+def consolidate(
+    nodes: dict[str, tuple[StateNode, float]], info: ProvisionerInfo, daemons: Sequence[PodRequest]
+) -> tuple[dict[str, tuple[StateNode, float]], int]:
+    """Run deprovisioning decisions until idle; each executed command is applied as planned."""
+    settings = DeprovisioningSettings(validation_wait_seconds=0)
+    counter = len(nodes)
+    for step in range(100):
+        infos = tuple(
+            NodeInfo(state, T0, {}, tuple(PodInfo(p) for p in state.pods)) for state, _ in nodes.values()
+        )
+        snap = Snapshot(T0 + timedelta(hours=1), infos, {info.name: info}, daemonsets=tuple(daemons))
+        decision = decide(snap, None, schedule, settings)
+        command = decision.execute
+        if command is None:
+            return nodes, step
+        gone = set(command.node_names)
+        moving = [p for name in gone for p in nodes[name][0].pods]
+        remaining = {name: v for name, v in nodes.items() if name not in gone}
+        result = schedule(SchedulingInput(
+            pods=moving, provisioners=[info.spec], instance_types={info.name: info.instance_types},
+            nodes=[s for s, _ in remaining.values()], daemonsets=daemons,
+            settings=SchedulingSettings(exact_more_nodes=False),
+        ))  # fmt: skip
+        if result.unschedulable:
+            raise RuntimeError(f"consolidation left pods unschedulable: {result.unschedulable}")
+        by_key = {p.key: p for p in moving}
+        for name, keys in result.existing_assignments.items():
+            state, cost = remaining[name]
+            remaining[name] = (replace(state, pods=(*state.pods, *(by_key[k] for k in keys))), cost)
+        for new in result.new_nodes:
+            counter += 1
+            name = f"node-{counter}"
+            assert new.launch is not None
+            remaining[name] = (state_node(name, new, new.pods), new.launch.price)
+        nodes = remaining
+    return nodes, 100
+
+
+def main() -> int:
+    catalog = tuple(simulated_catalog())
+    spec = provisioner_spec(load_provisioner(provisioner(["spot", "on-demand"])))
+    od_prov = load_provisioner(provisioner(["on-demand"]))
+    od_spec = provisioner_spec(od_prov)
+    info = ProvisionerInfo(od_prov, od_spec, catalog)
+    print("optimality: karpy's $/hour over the offline MILP optimum (built-in catalog)")
+    print(f"{'':<22} | {'provisioning, spot + on-demand':^37} | {'halved, then consolidated (on-demand)':^43}")
+    print(f"{'workload':<16}{'pods':>6} | {'karpy':>8}{'optimum':>9}{'ratio':>7}{'nodes':>6}{'ms':>6}"
+          f" | {'halved':>8}{'consol.':>9}{'optimum':>9}{'ratio':>7}{'cmds':>5}")  # fmt: skip
+    for name, deps, daemons in workloads():
+        pods = pods_of(deps)
+        start = time.perf_counter()
+        result = schedule(SchedulingInput(pods=pods, provisioners=[spec], instance_types=catalog, daemonsets=daemons))
+        ms = (time.perf_counter() - start) * 1000
+        best, status = optimum(pods, daemons, spec)
+        price = price_of(result)
+        # on-demand: provision, then scale down by half (every other pod of each Deployment goes)
+        od = schedule(SchedulingInput(pods=pods, provisioners=[od_spec], instance_types=catalog, daemonsets=daemons))
+        kept = {p.key for p in pods if int(p.name.rsplit("-", 1)[1]) % 2 == 0}
+        nodes: dict[str, tuple[StateNode, float]] = {}
+        for k, node in enumerate(od.new_nodes):
+            assert node.launch is not None
+            nodes[f"node-{k}"] = (state_node(f"node-{k}", node, [p for p in node.pods if p.key in kept]),
+                                  node.launch.price)  # fmt: skip
+        halved = sum(c for _, c in nodes.values())
+        after, commands = consolidate(nodes, info, daemons)
+        consolidated = sum(c for _, c in after.values())
+        best_half, status_half = optimum([p for p in pods if p.key in kept], daemons, od_spec)
+        mark = "" if status == "optimal" else "*"
+        mark_half = "" if status_half == "optimal" else "*"
+        print(
+            f"{name:<16}{len(pods):>6} | {price:>8.4f}{best:>8.4f}{mark:1}{price / best:>7.3f}"
+            f"{len(result.new_nodes):>6}{ms:>6.0f} | {halved:>8.4f}{consolidated:>9.4f}{best_half:>8.4f}{mark_half:1}"
+            f"{consolidated / best_half:>7.3f}{commands:>5}",
+            flush=True,
+        )
+    print("* = HiGHS did not prove optimality (best found); ms = one schedule() call, MILP pass included")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
