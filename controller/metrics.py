@@ -8,7 +8,7 @@ exactly what existing dashboards query. Controller-specific metrics live in each
 
 from __future__ import annotations
 
-from prometheus_client import Gauge, Histogram, Summary
+from prometheus_client import Counter, Gauge, Histogram, Summary
 
 # controller-runtime's bucket list (seconds), used by Karpenter's duration histograms.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
@@ -43,4 +43,9 @@ RECONCILE_TIME = Histogram(
 )
 RECONCILE_ERRORS = Gauge(
     "controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per controller", ["controller"]
+)
+# client-go's request counter (exposed by Karpenter as `rest_client_requests_total`): every
+# request the controller's Kubernetes client sends, watches included, by status code and method.
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests", "Number of HTTP requests, partitioned by status code, method, and host.", ["code", "method"]
 )

@@ -25,6 +25,7 @@ import urllib3
 
 from controller.kube.errors import ConnectionLostError, KubeError, from_status
 from controller.kube.resources import EVENTS, PODS, Kind
+from controller.metrics import REST_CLIENT_REQUESTS
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,9 @@ class KubeClient:
         try:
             resp = self._http.request(method, url, body=data, headers=headers, timeout=self._timeout)
         except urllib3.exceptions.HTTPError as err:
+            REST_CLIENT_REQUESTS.labels("<error>", method).inc()
             raise ConnectionLostError(f"{method} {path}: {err}") from err
+        REST_CLIENT_REQUESTS.labels(str(resp.status), method).inc()
         return _decode(method, path, resp.status, resp.data)
 
     # Reads -----------------------------------------------------------------------------------
@@ -148,7 +151,9 @@ class KubeClient:
                 timeout=urllib3.Timeout(connect=10, read=timeout_seconds + 15),
             )
         except urllib3.exceptions.HTTPError as err:
+            REST_CLIENT_REQUESTS.labels("<error>", "GET").inc()
             raise ConnectionLostError(f"watch {kind.name}: {err}") from err
+        REST_CLIENT_REQUESTS.labels(str(resp.status), "GET").inc()
         try:
             if resp.status != 200:
                 _decode("GET", kind.collection(), resp.status, resp.read())
