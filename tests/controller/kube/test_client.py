@@ -30,6 +30,7 @@ from controller.kube.errors import (
     TooManyRequestsError,
 )
 from controller.kube.resources import NODES, PODS
+from controller.metrics import REST_CLIENT_REQUESTS
 from localcluster.procs import free_port
 
 
@@ -197,3 +198,20 @@ def test_an_unreachable_api_server_is_connection_lost(tmp_path: Path) -> None:
     kube = KubeClient(str(kubeconfig), timeout=2)
     with pytest.raises(ConnectionLostError, match="GET /api/v1/nodes"):
         kube.list(NODES)
+
+
+def test_every_request_is_counted_by_status_code_and_method(api: tuple[ApiServer, KubeClient]) -> None:
+    def count(code: str, method: str) -> float:
+        return float(REST_CLIENT_REQUESTS.labels(code, method)._value.get())
+
+    server, client = api
+    before = (count("200", "GET"), count("404", "GET"), count("201", "POST"))
+    server.answer(200, {"metadata": {"resourceVersion": "1"}, "items": []})
+    server.answer(404, {"kind": "Status", "reason": "NotFound", "code": 404})
+    server.answer(201, {})
+    client.list(NODES)
+    with pytest.raises(NotFoundError):
+        client.get(PODS, "gone", "default")
+    client.bind("default", "p", "n1")
+    after = (count("200", "GET"), count("404", "GET"), count("201", "POST"))
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
