@@ -177,8 +177,8 @@ def solve_bins(
     for k in range(b):
         open_types = np.flatnonzero(col[y(k)] > 0.5)
         take = np.rint(col[x(k)]).astype(np.int64)
-        if open_types.size == 0:
-            if take.any():
+        if open_types.size == 0 or not take.any():  # closed, or opened empty (a time-limited incumbent)
+            if open_types.size == 0 and take.any():
                 return Bins([], float("inf"), "error", seconds)
             continue
         bins.append((int(open_types[0]), take))
