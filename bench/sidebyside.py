@@ -7,12 +7,15 @@ anti-affine pods and 5,000 generic pods, all from Karpenter's generators on its 
    Karpenter's 400 fake instance types with every offering and price, and its NodePool as a
    Provisioner to DIR, runs Karpenter's own `benchmarkScheduler` on exactly those pods (pods/sec),
    prices its NodeClaims (cheapest compatible offering of their options) and reports its peak RSS;
-2. `python -m bench.sidebyside --karpy DIR` (a fresh Python process) reads DIR as
-   `karpy simulate --catalog DIR/catalog.json --provisioners DIR/provisioners.yaml --pods DIR/pods.json`
-   does, times `schedule()` — the first (cold) call, then repeats for up to 3 s, reporting the
-   median of the repeats, which reuse the memoised instance-type table as Karpenter's timed Solve
-   runs after its untimed set-up — and reports nodes, $/hour of the launches and its peak RSS.
-The inputs stay in DIR (under ~/.cache/karpy/karpenter-bench/inputs/) for `karpy simulate`.
+2. `python -m bench.sidebyside --karpy DIR` (a fresh Python process) reads DIR with the readers
+   of `karpy simulate --catalog DIR/catalog.json --provisioners DIR/provisioners.yaml --pods
+   DIR/pods.json` and schedules on the catalog exactly as exported (`karpy simulate` itself
+   would also reshape it for an AWS node template — AL2 defaults — changing the allocatable of
+   Karpenter's fake types, so the harness calls the scheduler directly), times `schedule()` —
+   the first (cold) call, then repeats for up to 3 s, reporting the median of the repeats,
+   which reuse the memoised instance-type table as Karpenter's timed Solve runs after its
+   untimed set-up — and reports nodes, $/hour of the launches and its peak RSS.
+The inputs stay in DIR (under ~/.cache/karpy/karpenter-bench/inputs/) for a look with `karpy simulate`.
 
     python -m bench.sidebyside                      # every scenario
     python -m bench.sidebyside --scenarios diverse-1000 anti-affinity-500
@@ -54,7 +57,7 @@ def inputs_root() -> Path:
 
 
 def run_karpy(directory: Path) -> dict[str, Any]:
-    """karpy on one exported scenario, read as `karpy simulate` reads its files."""
+    """karpy on one exported scenario: `karpy simulate`'s readers, the catalog as exported."""
     inputs = read_inputs([str(directory / "provisioners.yaml"), str(directory / "pods.json")])
     catalog = read_catalog(str(directory / "catalog.json"))
     inp = SchedulingInput(
