@@ -158,11 +158,15 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
             kube.create(DEPLOYMENTS, deployment(name, replicas, cpu, memory, zonal), NAMESPACE)
         total = sum(w[1] for w in workloads)
         running, all_created = 0, None
+        milestones: dict[str, float] = {}  # seconds until 50 % / 90 % of the pods were Running
         while time.monotonic() - started < 300:
             pods = [p for p in kube.list(PODS).items if p["metadata"].get("labels", {}).get("app") in names]
             running = sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
             if all_created is None and len(pods) >= total:
                 all_created = time.monotonic() - started
+            for share in (50, 90):
+                if running * 100 >= share * total:
+                    milestones.setdefault(f"running_{share}pct_seconds", round(time.monotonic() - started, 1))
             if running >= total:
                 break
             time.sleep(0.5)
@@ -171,6 +175,7 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
         result: dict[str, Any] = {"scenario": scenario, "pods": total, "running": running, "seconds": round(elapsed, 1)}
         # kube-controller-manager's ReplicaSet controller creates the pods (client QPS-limited)
         result["pods_created_seconds"] = round(all_created, 1) if all_created is not None else None
+        result.update(milestones)
         result.update({k: round(v, 3) for k, v in packing(kube, names).items()})
         result.update(peak_mb=round(peak_mb, 1), controller_cpu_seconds=round(cpu_seconds, 1))
         result["apiserver_requests"] = client_requests(port)
