@@ -5,7 +5,8 @@ Pure. `review(body, mutate=...)` takes the raw request body and returns `(http_s
 the same apiVersion (`admission.k8s.io/v1` or `v1beta1`) carrying the request's uid. Provisioner
 and AWSNodeTemplate on CREATE and UPDATE are defaulted (mutate, as a base64 JSONPatch, none
 when nothing changes) or validated (validate); anything unreadable or invalid is denied with
-`status.code: 400` and a message naming every field at fault. DELETE, CONNECT, the status
+`status.code: 400` and a message naming every field at fault; so is a document nested deeper
+than `limits.MAX_DEPTH` (before anything walks it recursively). DELETE, CONNECT, the status
 subresource and other kinds are allowed unchanged.
 """
 
@@ -18,7 +19,8 @@ from typing import Any
 from controller.apis import awsnodetemplate, provisioner
 from controller.apis.awsnodetemplate import validate_awsnodetemplate
 from controller.apis.defaults import default_requirements
-from controller.apis.errors import render
+from controller.apis.errors import FieldError, render
+from controller.apis.limits import MAX_DEPTH, too_deep
 from controller.apis.load import read
 from controller.apis.schemas import AWS_NODE_TEMPLATE, PROVISIONER
 from controller.apis.validation import validate_provisioner
@@ -86,7 +88,12 @@ def _decide(request: dict[str, Any], mutate: bool) -> dict[str, Any]:
         return {"allowed": True, "warnings": ["karpy admits only Provisioner and AWSNodeTemplate; left unchanged"]}
     obj = request.get("object")
     is_provisioner = kind == "Provisioner"
-    loaded, errors = read(obj, PROVISIONER if is_provisioner else AWS_NODE_TEMPLATE)
+    deep = too_deep(obj)
+    if deep is not None:
+        errors = [FieldError(f"nested deeper than {MAX_DEPTH} levels", (deep,))]
+        loaded = None
+    else:
+        loaded, errors = read(obj, PROVISIONER if is_provisioner else AWS_NODE_TEMPLATE)
     if loaded is not None and not mutate:
         errors = validate_provisioner(loaded) if is_provisioner else validate_awsnodetemplate(loaded)
     if not errors:

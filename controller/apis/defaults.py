@@ -11,7 +11,6 @@ requirement on that key, so a provisioner labelled `kubernetes.io/arch: arm64` i
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from controller.core.labels import (
@@ -57,13 +56,18 @@ def default_requirements(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def default_provisioner(obj: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the Provisioner document with its default requirements appended."""
-    out = copy.deepcopy(obj)
+    """A copy of the Provisioner document with its default requirements appended.
+
+    Only the path that changes is copied (document, spec, requirements list): a deep copy of
+    the whole document would recurse through whatever unknown fields it carries.
+    """
+    out = dict(obj)
     spec = out.get("spec")
     if spec is None:
-        spec = out["spec"] = {}
+        spec = {}
     if not isinstance(spec, dict):
         return out
+    spec = out["spec"] = dict(spec)
     reqs = spec.get("requirements")
     if reqs is not None and not isinstance(reqs, list):
         return out

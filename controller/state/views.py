@@ -2,14 +2,19 @@
 
 Pure: one function per kind, no I/O, no clock. A malformed object never raises here: its view
 carries what could be read (a pod whose spec cannot be parsed gets `request=None`; a Provisioner
-that fails validation gets `error`), so one bad object cannot stop the controllers.
+that fails validation gets `error`), so one bad object cannot stop the controllers. Each builder
+is also isolated (`_isolated`): anything it raises — a RecursionError from a document nested
+too deep, a wrong type the API server let through — yields an inert view built only from
+metadata strings (a pod nobody provisions for, a PDB that allows no disruption, a Provisioner
+with an `error`), logged once per resourceVersion since views are cached.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from controller.apis.errors import InvalidObjectError
 from controller.apis.load import load_provisioner
@@ -24,6 +29,103 @@ from controller.scheduling.types import PodRequest
 from controller.state.snapshot import NodeView, Obj, PdbView, PodView, ProvisionerView
 
 log = logging.getLogger(__name__)
+
+V = TypeVar("V")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+Fallback = Callable[[Obj, Mapping[str, Any], str], V]
+
+
+def _isolated(fallback: Fallback[V]) -> Callable[[Callable[[Obj], V]], Callable[[Obj], V]]:
+    """Build a view; on any error, the inert `fallback(obj, metadata, reason)` instead."""
+
+    def wrap(build: Callable[[Obj], V]) -> Callable[[Obj], V]:
+        @functools.wraps(build)
+        def safe(obj: Obj) -> V:
+            try:
+                return build(obj)
+            except Exception as err:  # one bad object must never stop the loops (issue 14)
+                meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+                meta = meta if isinstance(meta, Mapping) else {}
+                reason = f"{type(err).__name__}: {str(err)[:200]}"
+                ns, name = _text(meta.get("namespace")), _text(meta.get("name"))
+                ref = f"{ns}/{name}" if ns else name
+                log.warning("cannot read %s %s: %s", build.__name__.removesuffix("_view"), ref, reason)
+                return fallback(obj, meta, reason)
+
+        return safe
+
+    return wrap
+
+
+def _inert_pod(obj: Obj, meta: Mapping[str, Any], reason: str) -> PodView:
+    spec, status = obj.get("spec"), obj.get("status")
+    return PodView(
+        namespace=_text(meta.get("namespace")) or "default",
+        name=_text(meta.get("name")),
+        uid=_text(meta.get("uid")),
+        node_name=_text(spec.get("nodeName")) if isinstance(spec, Mapping) else "",
+        phase=_text(status.get("phase")) if isinstance(status, Mapping) else "",
+        labels=_str_map(meta.get("labels")),
+        annotations=_str_map(meta.get("annotations")),
+        owner_kind="",
+        priority_class_name="",
+        deletion_timestamp=parse_timestamp(_text(meta.get("deletionTimestamp")) or None),
+        created=0.0,
+        unschedulable=False,
+        nominated_node_name="",
+        tolerates_unschedulable=False,
+        request=None,
+        obj=obj,
+    )
+
+
+def _inert_node(obj: Obj, meta: Mapping[str, Any], reason: str) -> NodeView:
+    spec = obj.get("spec")
+    return NodeView(
+        name=_text(meta.get("name")),
+        provider_id=_text(spec.get("providerID")) if isinstance(spec, Mapping) else "",
+        labels=_str_map(meta.get("labels")),
+        annotations=_str_map(meta.get("annotations")),
+        taints=(),
+        capacity={},
+        allocatable={},
+        unschedulable=True,
+        deletion_timestamp=parse_timestamp(_text(meta.get("deletionTimestamp")) or None),
+        created=0.0,
+        finalizers=tuple(f for f in meta.get("finalizers") or () if isinstance(f, str)),
+        ready=False,
+        obj=obj,
+    )
+
+
+def _inert_provisioner(obj: Obj, meta: Mapping[str, Any], reason: str) -> ProvisionerView:
+    return ProvisionerView(
+        name=_text(meta.get("name")),
+        obj=obj,
+        error=f"reading provisioner: {reason}",
+        deleting=meta.get("deletionTimestamp") is not None,
+    )
+
+
+def _inert_pdb(obj: Obj, meta: Mapping[str, Any], reason: str) -> PdbView:
+    return PdbView(
+        namespace=_text(meta.get("namespace")) or "default",
+        name=_text(meta.get("name")),
+        selector=None,
+        disruptions_allowed=0,
+        obj=obj,
+    )
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
@@ -42,6 +144,7 @@ def _resources(value: Any) -> dict[str, int]:
         return {}
 
 
+@_isolated(_inert_pod)
 def pod_view(obj: Obj) -> PodView:
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     owner_kind = ""
@@ -83,6 +186,7 @@ def pod_view(obj: Obj) -> PodView:
     )
 
 
+@_isolated(_inert_node)
 def node_view(obj: Obj) -> NodeView:
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
@@ -103,6 +207,7 @@ def node_view(obj: Obj) -> NodeView:
     )
 
 
+@_isolated(_inert_provisioner)
 def provisioner_view(obj: Obj) -> ProvisionerView:
     meta = _meta(obj)
     name = str(meta.get("name") or "")
@@ -122,6 +227,7 @@ def provisioner_view(obj: Obj) -> ProvisionerView:
         return ProvisionerView(error=f"reading provisioner: {err}", **common)
 
 
+@_isolated(_inert_pdb)
 def pdb_view(obj: Obj) -> PdbView:
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     try:

@@ -8,11 +8,15 @@ view that says so instead of raising.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
 from controller.core import labels as L
 from controller.core.taints import Taint
+from controller.clock import FakeClock
+from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
+from controller.state.cluster import ClusterState
 from controller.state.views import node_view, pdb_view, pod_view, provisioner_view
 from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 
@@ -81,3 +85,78 @@ def test_a_pdb_matches_pods_of_its_namespace_and_selector() -> None:
     assert pdb.matches(pod_view(make_pod("a", labels={"app": "web"})))
     assert not pdb.matches(pod_view(make_pod("b", labels={"app": "db"})))
     assert not pdb.matches(pod_view(make_pod("c", namespace="other", labels={"app": "web"})))
+
+
+# One bad object never stops the loops (issue 14, item 1) ------------------------------------
+
+DEPTH = 600  # deeper than Python's recursion limit allows a recursive walk (two frames a level)
+
+
+def nested(depth: int = DEPTH) -> dict[str, Any]:
+    doc: dict[str, Any] = {"leaf": True}
+    for _ in range(depth):
+        doc = {"x": doc}
+    return doc
+
+
+def synced_state() -> ClusterState:
+    state = ClusterState(FakeClock())
+    for kind in WATCHED:
+        state.replace(kind.name, [])
+    return state
+
+
+def test_deep_unknown_field_under_provider_or_status_does_not_break_the_snapshot() -> None:
+    state = synced_state()
+    deep_provider = make_provisioner("deep-provider", provider={"subnetSelector": {"a": "b"}, "unknown": nested()})
+    deep_status = make_provisioner("deep-status")
+    deep_status["status"] = {"unknown": nested()}
+    state.replace(PROVISIONERS.name, [make_provisioner("good"), deep_provider, deep_status])
+    state.replace(PODS.name, [make_pod("p")])
+    state.replace(NODES.name, [make_node("n1")])
+    snap = state.snapshot()
+    assert snap.provisioners["good"].spec is not None
+    assert snap.provisioners["deep-status"].spec is not None  # status plays no part in loading
+    assert snap.provisioners["deep-provider"].name == "deep-provider"
+    assert [p.name for p in snap.pending_pods()] == ["p"]
+    assert "n1" in snap.nodes
+
+
+def test_a_view_that_cannot_be_built_becomes_an_inert_view() -> None:
+    bad_pod = make_pod("bad", node="n1")
+    bad_pod["spec"]["containers"] = nested()
+    bad_pod["metadata"]["labels"] = {"deep": nested()}
+    view = pod_view(bad_pod)
+    assert (view.key, view.node_name, view.request) == ("default/bad", "n1", None)
+    assert not view.provisionable
+
+    bad_node = make_node("n2")
+    bad_node["spec"]["taints"] = [nested()]
+    node = node_view(bad_node)
+    assert node.name == "n2" and node.provider_id == "fake:///us-west-2a/n2"
+
+    bad_pdb = make_pdb("pdb", {"app": "web"}, allowed=3)
+    bad_pdb["status"]["disruptionsAllowed"] = "many"
+    pdb = pdb_view(bad_pdb)
+    assert pdb.disruptions_allowed == 0  # nothing we cannot read allows a disruption
+
+    bad_prov = make_provisioner("p")
+    bad_prov["spec"]["requirements"] = [nested()]
+    assert provisioner_view(bad_prov).error
+
+
+def test_one_unreadable_object_of_each_kind_leaves_the_others_usable() -> None:
+    state = synced_state()
+    bad_pod = make_pod("bad")
+    bad_pod["status"]["conditions"] = [nested()]
+    bad_node = make_node("bad-node")
+    bad_node["status"]["conditions"] = nested()
+    bad_pdb = make_pdb("bad-pdb", {"app": "web"})
+    bad_pdb["spec"]["selector"] = nested()
+    state.replace(PODS.name, [make_pod("ok"), bad_pod])
+    state.replace(NODES.name, [make_node("n1"), bad_node])
+    state.replace(PDBS.name, [make_pdb("pdb", {"app": "web"}, allowed=1), bad_pdb])
+    snap = state.snapshot()
+    assert [p.name for p in snap.pending_pods()] == ["ok"]
+    assert set(snap.nodes) == {"n1", "bad-node"}
+    assert [p.name for p in snap.pdbs] == ["pdb", "bad-pdb"]
