@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from controller.apis.awsnodetemplate import validate_aws_provider
-from controller.apis.errors import FieldError, got_both, invalid_key, invalid_value, out_of_bounds
+from controller.apis.errors import FieldError, clip, got_both, invalid_key, invalid_value, out_of_bounds
 from controller.apis.metadata import validate_metadata
 from controller.core import labels as L
 from controller.core.quantity import QuantityError, parse_quantity
@@ -114,31 +114,49 @@ def _validate_taints(spec: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
+MAX_VALUE_ERRORS = 10
+
+
 def requirement_errors(req: dict[str, Any], path: str) -> list[FieldError]:
-    """Karpenter's ValidateRequirement (shared with pod node affinity), at `path`."""
+    """Karpenter's ValidateRequirement (shared with pod node affinity), at `path`.
+
+    Bounded: the key and values are clipped where quoted, each bad value is named once and at
+    most `MAX_VALUE_ERRORS` of them, then how many more (issue 14)."""
     raw_key, operator, values = req.get("key", ""), req.get("operator", ""), req.get("values") or []
     key = L.normalize_key(raw_key)
+    shown = clip(key)
     errors = []
     if operator not in L.SUPPORTED_OPERATORS:
         errors.append(
             FieldError(
-                f"key {key} has an unsupported operator {operator} not in {list(L.SUPPORTED_OPERATORS)}",
+                f"key {shown} has an unsupported operator {clip(operator, 40)} not in {list(L.SUPPORTED_OPERATORS)}",
                 (f"{path}.operator",),
             )
         )
     if L.is_restricted_label(key):
-        errors.append(FieldError(L.restricted_label_message(key), (f"{path}.key",)))
+        errors.append(FieldError(L.restricted_label_message(shown), (f"{path}.key",)))
     for reason in L.qualified_name_errors(key):
-        errors.append(FieldError(f"key {key} is not a qualified name, {reason}", (f"{path}.key",)))
+        errors.append(FieldError(f"key {shown} is not a qualified name, {reason}", (f"{path}.key",)))
+    bad: dict[str, list[str]] = {}
     for value in values:
-        for reason in L.label_value_errors(value):
-            errors.append(FieldError(f"invalid value {value} for key {key}, {reason}", (f"{path}.values",)))
+        text = value if isinstance(value, str) else repr(type(value))
+        if text not in bad:
+            reasons = L.label_value_errors(value)
+            if reasons:
+                bad[text] = reasons
+    for value, reasons in list(bad.items())[:MAX_VALUE_ERRORS]:
+        for reason in reasons:
+            message = f"invalid value {clip(value, 100)} for key {shown}, {reason}"
+            errors.append(FieldError(message, (f"{path}.values",)))
+    if len(bad) > MAX_VALUE_ERRORS:
+        more = len(bad) - MAX_VALUE_ERRORS
+        errors.append(FieldError(f"and {more} more invalid values for key {shown}", (f"{path}.values",)))
     if operator == "In" and not values:
-        errors.append(FieldError(f"key {key} with operator In must have a value defined", (f"{path}.values",)))
+        errors.append(FieldError(f"key {shown} with operator In must have a value defined", (f"{path}.values",)))
     if operator in ("Gt", "Lt") and not (len(values) == 1 and _non_negative_int(values[0])):
         errors.append(
             FieldError(
-                f"key {key} with operator {operator} must have a single positive integer value", (f"{path}.values",)
+                f"key {shown} with operator {operator} must have a single positive integer value", (f"{path}.values",)
             )
         )
     return errors

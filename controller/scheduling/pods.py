@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from controller.apis.errors import clip, render
 from controller.apis.validation import requirement_errors
 from controller.core.labels import PROVISIONER_NAME
 from controller.core.quantity import QuantityError
@@ -67,7 +68,7 @@ def pod_request(obj: Mapping[str, Any]) -> PodRequest:
         node_name=str(spec.get("nodeName") or ""),
         owner_kind=owner_kind,
         terminal=phase in ("Succeeded", "Failed"),
-        ignore_reason="; ".join(ignore),
+        ignore_reason=_ignore_reason(ignore),
     )
 
 
@@ -98,6 +99,16 @@ def _container_requests(container: Any, path: str) -> dict[str, int]:
     return out
 
 
+MAX_IGNORE_REASONS = 5
+MAX_IGNORE_CHARS = 4_000
+
+
+def _ignore_reason(reasons: list[str]) -> str:
+    """Why the pod is ignored: the first reasons, then how many more (bounded, issue 14)."""
+    text = clip("; ".join(reasons[:MAX_IGNORE_REASONS]), MAX_IGNORE_CHARS)
+    return text if len(reasons) <= MAX_IGNORE_REASONS else f"{text}; and {len(reasons) - MAX_IGNORE_REASONS} more"
+
+
 def _requirements(exprs: Any, path: str, ignore: list[str]) -> tuple[Requirement, ...]:
     out = []
     for i, expr in enumerate(_list(exprs, path)):
@@ -106,7 +117,10 @@ def _requirements(exprs: Any, path: str, ignore: list[str]) -> tuple[Requirement
         key, operator = str(expr.get("key") or ""), str(expr.get("operator") or "")
         problems = requirement_errors({"key": key, "operator": operator, "values": values}, f"{path}[{i}]")
         if problems:
-            ignore.extend(p.render() for p in problems)
+            if len(ignore) <= MAX_IGNORE_REASONS:
+                ignore.append(render(problems))
+            else:
+                ignore.append("")  # counted, not rendered
             continue
         out.append(Requirement.new(key, operator, values))
     return tuple(out)

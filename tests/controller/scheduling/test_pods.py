@@ -129,3 +129,16 @@ def test_pod_affinity_spread_ports_and_owner() -> None:
 def test_malformed_pods_name_the_field(spec: dict[str, Any], field: str) -> None:
     with pytest.raises(PodSpecError, match=field.replace("[", r"\[").replace("]", r"\]")):
         pod_request(pod(spec))
+
+
+def test_a_huge_bad_node_affinity_gives_a_bounded_ignore_reason() -> None:
+    # issue 14, item 2: every pending pod's nodeAffinity is read under the state lock
+    exprs = [{"key": "k" * 300 + "/!", "operator": "In", "values": ["!"] * 500} for _ in range(40)]
+    terms = [{"matchExpressions": exprs}]
+    spec = {
+        "containers": [container(requests={"cpu": "1"})],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}},
+    }
+    request = pod_request(pod(spec))
+    assert request.ignore_reason
+    assert len(request.ignore_reason) < 8_000
