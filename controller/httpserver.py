@@ -8,13 +8,22 @@
 - `GET /api/v1/nodes`, `GET /api/v1/pods/pending` — the dashboard's answers (`insight.py`):
   node prices and what would happen to each node, why each pending pod is pending.
 Read-only; it never changes anything.
+
+Slow clients cannot pile up (issue 14, item 4): a connection has `HTTPLimits.deadline` seconds
+for its whole exchange (socket timeout and a reaper that shuts it down), and at most
+`max_connections` are open at once — a new one pushes out the oldest, so a probe always gets in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -22,6 +31,59 @@ from urllib.parse import parse_qs, urlparse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from controller.decisions import DecisionLog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HTTPLimits:
+    deadline: float = 10.0  # seconds a connection may stay open
+    max_connections: int = 64
+
+
+class _GuardedServer(ThreadingHTTPServer):
+    """A thread per connection, each under a deadline, and a bounded number of them."""
+
+    daemon_threads = True
+    request_queue_size = 128  # a burst of connections waits for accept() instead of SYN retries
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], limits: HTTPLimits) -> None:
+        self.limits = limits
+        self._open: dict[socket.socket, float] = {}
+        self._open_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        now = time.monotonic()
+        with self._open_lock:
+            late = [s for s, started in self._open.items() if now - started > self.limits.deadline]
+            if len(self._open) - len(late) >= self.limits.max_connections:
+                late.append(min(self._open, key=self._open.__getitem__))
+            self._open[request] = now
+        _cut(late)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (or was cut) is not an error worth a traceback."""
+        log.debug("http client %s: connection ended early", client_address)
+
+    def service_actions(self) -> None:  # serve_forever calls it every poll interval
+        now = time.monotonic()
+        with self._open_lock:
+            late = [s for s, started in self._open.items() if now - started > self.limits.deadline]
+        _cut(late)
+
+
+def _cut(sockets: list[socket.socket]) -> None:
+    """End connections: their handler threads see end-of-file and finish."""
+    for sock in sockets:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 class ControllerHTTPServer:
@@ -32,10 +94,14 @@ class ControllerHTTPServer:
         decisions: DecisionLog,
         status: Callable[[], dict[str, Any]],
         answers: Mapping[str, Callable[[], Any]] | None = None,
+        limits: HTTPLimits | None = None,
     ) -> None:
         outer = self
+        bounds = limits or HTTPLimits()
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = bounds.deadline
+
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
@@ -90,8 +156,7 @@ class ControllerHTTPServer:
         self.decisions = decisions
         self.status = status
         self.answers: Mapping[str, Callable[[], Any]] = answers or {}
-        self.server = ThreadingHTTPServer((host, port), Handler)
-        self.server.daemon_threads = True
+        self.server = _GuardedServer((host, port), Handler, bounds)
         self.thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
 
     @property

@@ -43,6 +43,7 @@ def _webapp(args: argparse.Namespace) -> int:
             mutating_webhooks=args.mutating_webhook,
             validating_webhooks=args.validating_webhook,
             cert_check_seconds=args.cert_check_seconds,
+            request_timeout=args.request_timeout,
         )
     except ValueError as err:
         print(f"karpy webapp: {err}", file=sys.stderr)
@@ -84,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--validating-webhook", action="append", help="ValidatingWebhookConfiguration to patch (repeatable)"
     )
     web.add_argument("--cert-check-seconds", type=float, help="how often the Secret is checked (default 3600)")
+    web.add_argument("--request-timeout", type=float,
+                     help="seconds a client has for its TLS handshake and whole request (default 10, "
+                     "env KARPY_WEBAPP_REQUEST_TIMEOUT)")
     web.set_defaults(func=_webapp)
 
     cluster_cli.register(sub)

@@ -1,12 +1,15 @@
 """Serve the webapp under gunicorn with TLS 1.2 or newer (`karpy webapp`).
 
-The gthread worker builds the TLS context for every accepted connection from the files in
+The worker (`worker.GuardedThreadWorker`) builds the TLS context for every accepted connection from the files in
 `cert_dir`, so renewed files are served from the next connection on, with no reload (a Secret
 volume renewed by cert-manager needs nothing more). With `cert_secret` set, the files come from
 the Secret kept by `certificates.ensure` before gunicorn starts, and a thread in gunicorn's
 master checks it again every `cert_check_seconds` and rewrites the files when the serving
 certificate changed (renewed by this or another replica). Certificate and key are then served
 from one file (`serving.pem`) replaced atomically, so no connection sees a mismatched pair.
+
+gunicorn's threads with `worker.GuardedThreadWorker`: handshakes and request reading happen
+non-blocking under `settings.request_timeout`, so stalled clients hold no thread.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from certs import CertPaths
 from webapp import create_app
 from webapp.certificates import SERVING_PEM
 from webapp.settings import WebappSettings
+from webapp.worker import GuardedThreadWorker
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +47,7 @@ class _Server(BaseApplication):  # type: ignore[misc]
         s = self.settings
         self.cfg.set("bind", f"{s.host}:{s.port}")
         self.cfg.set("workers", s.workers)
-        self.cfg.set("worker_class", "gthread")
+        self.cfg.set("worker_class", "webapp.worker.GuardedThreadWorker")
         self.cfg.set("threads", 4)
         self.cfg.set("accesslog", None)
         self.cfg.set("loglevel", "warning")
@@ -111,6 +115,8 @@ def _start_rotation(settings: WebappSettings) -> None:
 
 def serve(settings: WebappSettings) -> None:
     """Run gunicorn in the foreground until it is signalled."""
+    GuardedThreadWorker.request_timeout = settings.request_timeout
+    GuardedThreadWorker.max_body = settings.max_body_bytes
     from controller.kube.errors import KubeError
     from webapp.certificates import CertificateError
 

@@ -31,6 +31,7 @@ class WebappSettings:
     mutating_webhooks: tuple[str, ...] = ()
     validating_webhooks: tuple[str, ...] = ()
     cert_check_seconds: float = 3600.0
+    request_timeout: float = 10.0  # seconds from a connection's first byte to a complete request
 
     @property
     def reads_cluster(self) -> bool:
@@ -50,6 +51,7 @@ class WebappSettings:
             "in_cluster": bool(env.get("KUBERNETES_SERVICE_HOST")),
             "controller_url": env.get("KARPY_WEBAPP_CONTROLLER_URL"),
             "templates_dir": env.get("KARPY_WEBAPP_TEMPLATES_DIR"),
+            "request_timeout": float(env.get("KARPY_WEBAPP_REQUEST_TIMEOUT", WebappSettings.request_timeout)),
             "cert_secret": env.get("KARPY_WEBAPP_CERT_SECRET", ""),
             "cert_namespace": env.get("KARPY_WEBAPP_CERT_NAMESPACE", WebappSettings.cert_namespace),
             "cert_hosts": _names(env.get("KARPY_WEBAPP_CERT_HOSTS")),
@@ -61,6 +63,8 @@ class WebappSettings:
         settings = WebappSettings(**values)  # type: ignore[arg-type]
         if settings.cert_secret and not (settings.cert_dir and settings.cert_hosts):
             raise ValueError("--cert-secret needs --cert-dir (where the files go) and at least one --cert-host")
+        if not 0 < settings.request_timeout <= 300:
+            raise ValueError(f"request timeout must be from 0 to 300 seconds, got {settings.request_timeout}")
         if not 1 <= settings.cert_check_seconds <= 86400:
             raise ValueError(f"--cert-check-seconds must be from 1 to 86400, got {settings.cert_check_seconds}")
         return settings

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +14,7 @@ import requests
 
 from controller.clock import FakeClock
 from controller.decisions import DecisionLog
-from controller.httpserver import ControllerHTTPServer
+from controller.httpserver import ControllerHTTPServer, HTTPLimits
 
 
 @pytest.fixture
@@ -59,3 +63,36 @@ def test_a_failing_status_is_answered_not_dropped(server: tuple[str, dict[str, A
     status["broken"] = True
     resp = requests.get(f"{url}/api/v1/status", timeout=5)
     assert resp.status_code == 503 and "unavailable" in resp.json()["error"]
+
+
+def connection_threads() -> int:
+    """Threads serving one connection each (socketserver names them after process_request_thread)."""
+    return sum("process_request_thread" in t.name for t in threading.enumerate())
+
+
+def test_stalled_clients_are_cut_and_cannot_pile_up_threads() -> None:
+    # issue 14, item 4: one thread per connection, no deadline — 50 stalled clients held 50
+    # threads forever; now each has `deadline` seconds and at most `max_connections` stay open
+    limits = HTTPLimits(deadline=1.0, max_connections=8)
+    srv = ControllerHTTPServer("127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"synced": True}, limits=limits)
+    srv.start()
+    stalled = []
+    try:
+        for _ in range(50):
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            sock.sendall(b"GET /heal")  # and nothing more
+            stalled.append(sock)
+        for _ in range(10):
+            assert requests.get(f"http://127.0.0.1:{srv.port}/readyz", timeout=1).status_code == 200
+        settle = time.monotonic() + 5  # cut connections' threads are finishing
+        while connection_threads() > limits.max_connections and time.monotonic() < settle:
+            time.sleep(0.05)
+        assert connection_threads() <= limits.max_connections
+        for sock in stalled:
+            sock.settimeout(limits.deadline + 3)
+            with contextlib.suppress(ConnectionResetError):
+                assert sock.recv(1) == b""  # closed by the server
+    finally:
+        for sock in stalled:
+            sock.close()
+        srv.stop()
