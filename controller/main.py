@@ -35,6 +35,7 @@ from controller.httpserver import ControllerHTTPServer
 from controller.insight import Insight
 from controller.kube.client import Kube, KubeClient
 from controller.leaderelection import LeaderElector
+from controller.leaderguard import LeaderOnlyCloud, LeaderOnlyKube
 from controller.metrics import RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.provisioning.counter import CounterController
@@ -163,6 +164,15 @@ def build(
     clock = clock or SystemClock()
     kube = kube or KubeClient(settings.kubeconfig or None)
     cloud = cloud or make_cloud_provider(settings, clock)
+    elector = None
+    if settings.leader_elect:
+        elector = LeaderElector(
+            kube, clock, settings.identity, settings.leader_election_namespace, settings.leader_election_name,
+            settings.lease_duration_seconds, settings.lease_retry_seconds,
+        )  # fmt: skip
+        # controllers write only while leading, even in the middle of a reconcile
+        kube = LeaderOnlyKube(kube, elector.is_leader)
+        cloud = LeaderOnlyCloud(cloud, elector.is_leader)
     state = ClusterState(clock)
     decisions = DecisionLog(clock)
     recorder = EventRecorder(kube, clock)
@@ -193,12 +203,6 @@ def build(
     )  # fmt: skip
     jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
     insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks)
-    elector = None
-    if settings.leader_elect:
-        elector = LeaderElector(
-            kube, clock, settings.identity, settings.leader_election_namespace, settings.leader_election_name,
-            settings.lease_duration_seconds, settings.lease_retry_seconds,
-        )  # fmt: skip
     return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, jobs, elector)
 
 

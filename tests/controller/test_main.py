@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from controller.clock import FakeClock
+from controller.cloudprovider.base import NodeRequest
+from controller.cloudprovider.errors import CloudProviderError
+from controller.core.requirements import Requirements
+from controller.kube.errors import KubeError
+from controller.kube.resources import NODES
 from controller.main import ConfigError, build, job_body
 from controller.settings import Settings
+from tests.builders.wire import make_node
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
 
@@ -103,3 +109,35 @@ def test_aws_settings_need_a_region_and_valid_tags() -> None:
     )
     with pytest.raises(ValueError, match="aws-tags"):
         Settings.from_args(environ={"KARPY_AWS_TAGS": "[1]"})
+
+
+def test_a_reconcile_that_outlives_leadership_writes_nothing_more() -> None:
+    # issue 14, item 5: leadership lost in the middle of a reconcile must stop its writes
+    clock = FakeClock()
+    kube, cloud = FakeKube(clock), FakeCloudProvider(clock=clock)
+    app = build(Settings(), kube=kube, cloud=cloud, clock=clock)
+    assert app.elector is not None and app.elector.step()
+    refused: list[Exception] = []
+
+    class LosesLeadershipMidway:
+        name = "midway"
+
+        def reconcile(self) -> None:
+            app.kube.create(NODES, make_node("before"))
+            clock.step(9)  # no renewal for 9 s: past the renew deadline (the lease ends at 10 s)
+            for write in (
+                lambda: app.kube.create(NODES, make_node("after")),
+                lambda: app.kube.delete(NODES, "before"),
+                lambda: app.cloud.create(NodeRequest("default", Requirements(), ())),
+                lambda: app.cloud.delete("fake:///us-west-2a/before"),
+            ):
+                try:
+                    write()
+                except (KubeError, CloudProviderError) as err:
+                    refused.append(err)
+
+    job_body(app, LosesLeadershipMidway())()
+    assert len(refused) == 4
+    assert [n["metadata"]["name"] for n in kube.list(NODES).items] == ["before"]
+    assert cloud.create_calls == [] and cloud.delete_calls == []
+    assert app.kube.get(NODES, "before")  # reads still work
