@@ -190,7 +190,9 @@ def build(
             TerminationController(state, kube, cloud, clock, recorder, decisions), settings.termination_interval_seconds
         ),
         Job(
-            GarbageCollectionController(state, kube, cloud, clock, decisions, settings.gc_leak_seconds),
+            GarbageCollectionController(
+                state, kube, cloud, clock, decisions, settings.gc_leak_seconds, settings.gc_max_node_deletions
+            ),
             settings.gc_interval_seconds,
         ),
     ]

@@ -51,6 +51,7 @@ class Settings:
     tick_seconds: float = _f(0.2, "how often the provisioning job polls its batch window")
     termination_interval_seconds: float = _f(0.5, "how often deleting nodes are driven")
     gc_interval_seconds: float = _f(10.0, "how often garbage collection runs")
+    gc_max_node_deletions: int = _f(10, "garbage collection deletes at most this many nodes per pass")
     deprovisioning_interval_seconds: float = _f(1.0, "how often the deprovisioning job runs a pass")
     validation_wait_seconds: float = _f(15.0, "a consolidation command is re-validated this long after it is computed")
     poll_period_seconds: float = _f(10.0, "deprovisioning re-checks expiration and emptiness this often when idle")

@@ -212,3 +212,21 @@ def test_aws_without_a_region_is_refused(helm: Path) -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert proc.returncode != 0 and "controller.aws.region is required" in proc.stderr
+
+
+def test_simulated_cloud_state_is_shared_by_the_controller_replicas(helm: Path) -> None:
+    # issue 14, item 3: each replica had its own store on an emptyDir, so after a failover the
+    # new leader saw no instances (and garbage collection deleted every node)
+    docs = render(helm)
+    pod = pod_spec(docs, "controller")
+    state = next(v for v in pod["volumes"] if v["name"] == "state")
+    assert state == {"name": "state", "persistentVolumeClaim": {"claimName": "karpy-simulated-cloud"}}
+    assert "PersistentVolumeClaim/karpy-simulated-cloud" in docs
+    together = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert together["topologyKey"] == "kubernetes.io/hostname"
+    assert together["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "controller"
+    assert "nodeAffinity" in pod["affinity"]  # the values' affinity is kept
+
+    throwaway = render(helm, "--set", "controller.simulatedState.persistence=false")
+    assert {"name": "state", "emptyDir": {}} in pod_spec(throwaway, "controller")["volumes"]
+    assert not any(key.startswith("PersistentVolumeClaim/") for key in throwaway)

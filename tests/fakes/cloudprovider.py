@@ -33,6 +33,7 @@ class FakeCloudProvider:
         self.delete_calls: list[str] = []
         self.instance_type_calls: list[tuple[str | None, AWSNodeTemplate | None]] = []
         self.instance_types_error: Exception | None = None
+        self.terminated: set[str] = set()
         self._seq = 0
 
     def get_instance_types(
@@ -81,6 +82,11 @@ class FakeCloudProvider:
             raise self.delete_error
         if self.instances.pop(provider_id, None) is None:
             raise NodeNotFoundError(f"instance {provider_id} not found")
+        self.terminated.add(provider_id)
+
+    def has_seen(self, provider_id: str) -> bool:
+        """Like the simulated store: it remembers instances it terminated."""
+        return provider_id in self.instances or provider_id in self.terminated
 
     def get(self, provider_id: str) -> Instance:
         try:

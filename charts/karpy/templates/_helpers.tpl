@@ -62,7 +62,9 @@ nodeSelector: {{- toYaml . | nindent 2 }}
 {{- with .Values.tolerations }}
 tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.affinity }}
-affinity: {{- toYaml . | nindent 2 }}
-{{- end }}
+{{- end -}}
+
+{{/* The simulated cloud's SQLite store on a claim shared by the controller replicas. */}}
+{{- define "karpy.simulatedPersistence" -}}
+{{- if and (eq .Values.controller.cloudProvider "simulated") .Values.controller.simulatedState.persistence -}}true{{- end -}}
 {{- end -}}

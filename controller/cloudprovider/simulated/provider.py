@@ -167,6 +167,11 @@ class SimulatedCloudProvider:
     def list(self) -> list[Instance]:
         return [_instance(r) for r in self.store.running(self._cluster)]
 
+    def has_seen(self, provider_id: str) -> bool:
+        """The store has a record of this instance (running or terminated) in this cluster."""
+        row = self.store.get(instance_id_of(provider_id))
+        return row is not None and row.cluster == self._cluster
+
 
 def _instance(row: InstanceRow) -> Instance:
     body = row.body

@@ -42,10 +42,47 @@ def test_leaked_instance_is_terminated_after_30_seconds_only() -> None:
     assert sorted(cloud.instances) == ["fake:///z/ok"]
 
 
-def test_node_without_instance_is_deleted() -> None:
-    _, kube, _, state, gc = setup()
+def test_node_whose_instance_is_gone_is_deleted() -> None:
+    clock, kube, cloud, state, gc = setup()
+    cloud.add(instance("orphan", clock.now()))
     kube.put(NODES, make_node("orphan", provider_id="fake:///z/orphan", finalizers=()))
     kube.put(NODES, make_node("foreign", provisioner=None, provider_id="fake:///z/foreign", finalizers=()))
     sync(kube, state)
     gc.reconcile()
+    cloud.instances.clear()  # terminated outside karpy
+    gc.reconcile()
     assert [n["metadata"]["name"] for n in kube.items(NODES)] == ["foreign"]
+
+
+def test_an_empty_store_after_failover_deletes_no_node() -> None:
+    # issue 14, item 3: a new leader whose cloud store is empty (its own emptyDir) saw no
+    # instances and deleted every node; a node is deleted only if its instance was seen
+    _, kube, _, state, gc = setup()
+    for i in range(20):
+        kube.put(NODES, make_node(f"n{i}", provider_id=f"fake:///z/n{i}", finalizers=()))
+    sync(kube, state)
+    result = gc.reconcile()
+    assert result.orphan_nodes == () and len(result.unconfirmed_nodes) == 20
+    assert len(kube.items(NODES)) == 20
+
+
+def test_a_store_that_remembers_a_terminated_instance_confirms_it() -> None:
+    clock, kube, cloud, state, gc = setup()
+    cloud.add(instance("gone", clock.now()))
+    cloud.delete("fake:///z/gone")  # terminated before this controller ever listed it
+    kube.put(NODES, make_node("gone", provider_id="fake:///z/gone", finalizers=()))
+    sync(kube, state)
+    assert gc.reconcile().orphan_nodes == ("gone",)
+
+
+def test_node_deletions_per_pass_are_capped() -> None:
+    clock, kube, cloud, state, _ = setup()
+    gc = GarbageCollectionController(state, kube, cloud, clock, DecisionLog(clock), max_node_deletions=3)
+    for i in range(8):
+        cloud.add(instance(f"n{i}", clock.now()))
+        kube.put(NODES, make_node(f"n{i}", provider_id=f"fake:///z/n{i}", finalizers=()))
+    sync(kube, state)
+    gc.reconcile()
+    cloud.instances.clear()
+    assert len(gc.reconcile().orphan_nodes) == 3
+    assert len(kube.items(NODES)) == 5

@@ -1,4 +1,4 @@
-"""End to end: leaked instances are terminated, nodes without an instance are deleted (issue 5)."""
+"""End to end: leaked instances are terminated, nodes whose instance is gone are deleted (issues 5, 14)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,23 @@ def test_leaked_instance_terminated_after_30s_and_orphan_node_deleted(karpy: Kar
     karpy.start("replica-a", "--gc-interval-seconds", "1")
     m5 = tuple(it for it in simulated_catalog() if it.name == "m5.large")
     leaked = karpy.cloud.create(NodeRequest("default", Requirements(), m5))  # launched, but no Node was made
+    gone = karpy.cloud.create(NodeRequest("default", Requirements(), m5))
+    karpy.cloud.delete(gone.provider_id)  # its instance terminated outside karpy: the store remembers it
     orphan = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": f"orphan-{karpy.namespace}", "labels": {L.PROVISIONER_NAME: "default"},
                      "finalizers": [L.TERMINATION_FINALIZER]},
-        "spec": {"providerID": "simulated:///us-west-2a/i-00000000000000000"},
+        "spec": {"providerID": gone.provider_id},
     }  # fmt: skip
+    unknown = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"unknown-{karpy.namespace}", "labels": {L.PROVISIONER_NAME: "default"}},
+        "spec": {"providerID": "simulated:///us-west-2a/i-00000000000000000"},
+    }  # an instance this store never had (e.g. launched by a replica with another store): left alone
     karpy.kube.create(NODES, orphan)
+    karpy.kube.create(NODES, unknown)
     started = time.monotonic()
 
     def orphan_gone() -> bool:
@@ -44,3 +53,4 @@ def test_leaked_instance_terminated_after_30s_and_orphan_node_deleted(karpy: Kar
         lambda: leaked.provider_id not in {i.provider_id for i in karpy.cloud.list()}, 45, "the leak to be collected"
     )
     assert time.monotonic() - started >= 25  # not before its 30 s of grace (measured from launch)
+    assert karpy.kube.get(NODES, unknown["metadata"]["name"])  # type: ignore[index]
