@@ -2,7 +2,9 @@
 
 A narrow adapter over plain JSON: objects are dicts exactly as the API server sends them.
 Authentication comes from the `kubernetes` package's config loaders (kubeconfig file, in-cluster,
-then `$KUBECONFIG`); requests go through one urllib3 pool. Errors are the typed ones of
+then `$KUBECONFIG`); the token is read through the loader's refresh hook on every request, and a
+401 loads the credentials again and retries once (rotated service-account tokens). Requests go
+through one urllib3 pool and never follow redirects. Errors are the typed ones of
 `errors.py` (a lost connection is `ConnectionLostError`). The `Kube` protocol is what the rest
 of karpy depends on; `tests/fakes/kube.py` implements it in memory.
 
@@ -77,22 +79,11 @@ class KubeClient:
     """The real adapter (see the module docstring)."""
 
     def __init__(self, kubeconfig: str | None = None, timeout: float = 30.0) -> None:
-        from kubernetes import config as kconfig
-        from kubernetes.client import Configuration
-
-        cfg = Configuration()
-        if kubeconfig:
-            kconfig.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
-        else:
-            try:
-                kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-            except kconfig.ConfigException:
-                kconfig.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        self._kubeconfig = kubeconfig
+        self._cfg = self._load()
+        cfg = self._cfg
         self.host = cfg.host.rstrip("/")
         self._headers = {"Accept": "application/json", "User-Agent": "karpy-controller"}
-        token = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization")
-        if token:
-            self._headers["Authorization"] = token
         self._timeout = timeout
         self._http = urllib3.PoolManager(
             num_pools=4,
@@ -103,6 +94,39 @@ class KubeClient:
             key_file=cfg.key_file,
             retries=False,
         )
+
+    def _load(self) -> Any:
+        from kubernetes import config as kconfig
+        from kubernetes.client import Configuration
+
+        cfg = Configuration()
+        if self._kubeconfig:
+            kconfig.load_kube_config(config_file=self._kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            try:
+                kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            except kconfig.ConfigException:
+                kconfig.load_kube_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        return cfg
+
+    def _auth_headers(self) -> dict[str, str]:
+        """Headers with the current token: the config's refresh hook re-reads a rotated in-cluster
+        token (every minute) or an expired exec credential on each call."""
+        headers = dict(self._headers)
+        token = self._cfg.get_api_key_with_prefix("BearerToken") or self._cfg.get_api_key_with_prefix("authorization")
+        if token:
+            headers["Authorization"] = token
+        return headers
+
+    def _reload_credentials(self) -> bool:
+        """After a 401: load the credentials again (a token file rotated since); True if they changed."""
+        before = self._auth_headers().get("Authorization")
+        try:
+            self._cfg = self._load()
+        except Exception as err:  # the loaders raise several types; keep the old credentials
+            log.warning("reloading credentials: %s", err)
+            return False
+        return self._auth_headers().get("Authorization") != before
 
     # Transport -------------------------------------------------------------------------------
 
@@ -115,17 +139,24 @@ class KubeClient:
         content_type: str = "application/json",
     ) -> Obj:
         url = self.host + path + (("?" + urlencode(query)) if query else "")
-        headers = dict(self._headers)
-        data = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            data = json.dumps(body).encode()
-        try:
-            resp = self._http.request(method, url, body=data, headers=headers, timeout=self._timeout)
-        except urllib3.exceptions.HTTPError as err:
-            REST_CLIENT_REQUESTS.labels("<error>", method).inc()
-            raise ConnectionLostError(f"{method} {path}: {err}") from err
-        REST_CLIENT_REQUESTS.labels(str(resp.status), method).inc()
+        data = None if body is None else json.dumps(body).encode()
+        for attempt in (1, 2):
+            headers = self._auth_headers()
+            if data is not None:
+                headers["Content-Type"] = content_type
+            try:
+                # never follow a redirect: the token must not go to another host (and urllib3
+                # before 2.5 ignored retries=False on the pool for redirects, CVE-2025-50181)
+                resp = self._http.request(
+                    method, url, body=data, headers=headers, timeout=self._timeout, redirect=False
+                )
+            except urllib3.exceptions.HTTPError as err:
+                REST_CLIENT_REQUESTS.labels("<error>", method).inc()
+                raise ConnectionLostError(f"{method} {path}: {err}") from err
+            REST_CLIENT_REQUESTS.labels(str(resp.status), method).inc()
+            if resp.status == 401 and attempt == 1 and self._reload_credentials():
+                continue
+            break
         return _decode(method, path, resp.status, resp.data)
 
     # Reads -----------------------------------------------------------------------------------
@@ -146,8 +177,9 @@ class KubeClient:
             resp = self._http.request(
                 "GET",
                 url,
-                headers=self._headers,
+                headers=self._auth_headers(),
                 preload_content=False,
+                redirect=False,
                 timeout=urllib3.Timeout(connect=10, read=timeout_seconds + 15),
             )
         except urllib3.exceptions.HTTPError as err:

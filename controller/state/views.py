@@ -144,6 +144,16 @@ def _resources(value: Any) -> dict[str, int]:
         return {}
 
 
+def _each_resource(value: Any) -> dict[str, int]:
+    """The readable entries of a resource list (an unreadable one is skipped, not the list)."""
+    if not isinstance(value, Mapping):
+        return {}
+    out: dict[str, int] = {}
+    for name, quantity in value.items():
+        out.update(_resources({name: quantity}))
+    return out
+
+
 @_isolated(_inert_pod)
 def pod_view(obj: Obj) -> PodView:
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
@@ -216,10 +226,12 @@ def provisioner_view(obj: Obj) -> ProvisionerView:
         "name": name,
         "obj": obj,
         "deleting": meta.get("deletionTimestamp") is not None,
-        "status_resources": _resources(status.get("resources")),
+        "status_resources": _each_resource(status.get("resources")),
     }
     try:
-        loaded = load_provisioner(dict(obj))
+        # status is karpy's own output, and anything the CRD lets through there must not make
+        # the Provisioner unusable: only metadata and spec are loaded (issue 14, item 6)
+        loaded = load_provisioner({k: v for k, v in obj.items() if k != "status"})
         return ProvisionerView(provisioner=loaded, spec=provisioner_spec(loaded), **common)
     except InvalidObjectError as err:
         return ProvisionerView(error=str(err), **common)

@@ -13,9 +13,10 @@ is idempotent, so a controller killed at any point resumes where it stopped.
 
 from __future__ import annotations
 
-import contextlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider, terminate_instance
@@ -140,10 +141,36 @@ class TerminationController:
             return False
         return False
 
+    def _patch_finalizers(self, name: str, obj: Mapping[str, Any]) -> bool:
+        """Remove karpy's finalizer; False if the node kept changing under us (next pass retries).
+
+        The list is replaced whole, so the patch carries the resourceVersion it was computed from:
+        a finalizer another controller added meanwhile is never dropped (a 409 re-reads once).
+        """
+        for attempt in (1, 2):
+            meta = obj.get("metadata") or {}
+            finalizers = [f for f in meta.get("finalizers") or [] if f != L.TERMINATION_FINALIZER]
+            patch: dict[str, Any] = {"finalizers": finalizers or None}
+            if meta.get("resourceVersion"):
+                patch["resourceVersion"] = meta["resourceVersion"]
+            try:
+                self.kube.patch(NODES, name, {"metadata": patch})
+                return True
+            except NotFoundError:
+                return True
+            except ConflictError:
+                if attempt == 2:
+                    log.info("node %s changed while removing its finalizer; retrying later", name)
+                    return False
+                try:
+                    obj = self.kube.get(NODES, name)
+                except NotFoundError:
+                    return True
+        return False
+
     def _remove_finalizer(self, node: NodeView, now: float, outcome: Outcome) -> None:
-        finalizers = [f for f in node.finalizers if f != L.TERMINATION_FINALIZER]
-        with contextlib.suppress(NotFoundError):
-            self.kube.patch(NODES, node.name, {"metadata": {"finalizers": finalizers or None}})
+        if not self._patch_finalizers(node.name, node.obj):
+            return
         provisioner = node.provisioner or ""
         if node.deletion_timestamp is not None:
             NODES_TERMINATION_TIME.labels(provisioner=provisioner).observe(max(0.0, now - node.deletion_timestamp))

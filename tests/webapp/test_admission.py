@@ -198,3 +198,25 @@ def test_wrong_method_and_path_answer_json(client: FlaskClient) -> None:
     assert client.get("/nowhere").status_code == 404
     assert client.get("/healthz").get_json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 200
+
+
+def test_a_chunked_body_over_the_limit_is_refused_not_cut(client: FlaskClient) -> None:
+    # issue 14, item 6: without a Content-Length the body was silently cut at 3 MiB (then "not JSON")
+    import io
+
+    body = json.dumps(make_review(provisioner({"labels": {"x": "a" * (4 * 1024 * 1024)}}))).encode()
+    resp = client.post(
+        "/webhooks/validate",
+        input_stream=io.BytesIO(body),
+        headers={"Transfer-Encoding": "chunked", "Content-Type": "application/json"},
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+    assert resp.status_code == 413 and "error" in resp.get_json()
+    small = json.dumps(make_review(provisioner())).encode()
+    resp = client.post(
+        "/webhooks/validate",
+        input_stream=io.BytesIO(small),
+        headers={"Transfer-Encoding": "chunked", "Content-Type": "application/json"},
+        environ_overrides={"wsgi.input_terminated": True},
+    )
+    assert resp.status_code == 200 and resp.get_json()["response"]["allowed"] is True

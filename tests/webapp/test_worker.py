@@ -34,7 +34,7 @@ CLIENT_TIMEOUT = 1.0  # what a normal review is allowed
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, Path]]:
     tmp = tmp_path_factory.mktemp("webapp-soak")
     subprocess.run(
-        [sys.executable, "-m", "controller.cli", "certs", "generate", "--dir", str(tmp / "certs"),
+        [sys.executable, "-m", "karpy", "certs", "generate", "--dir", str(tmp / "certs"),
          "--host", "127.0.0.1"],
         check=True,
         capture_output=True,

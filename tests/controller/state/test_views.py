@@ -160,3 +160,13 @@ def test_one_unreadable_object_of_each_kind_leaves_the_others_usable() -> None:
     assert [p.name for p in snap.pending_pods()] == ["ok"]
     assert set(snap.nodes) == {"n1", "bad-node"}
     assert [p.name for p in snap.pdbs] == ["pdb", "bad-pdb"]
+
+
+def test_a_status_the_crd_accepts_does_not_make_the_provisioner_unusable() -> None:
+    # issue 14, item 6: a condition without a type or `cpu: lots` in status made the controller
+    # ignore the Provisioner forever; status is never part of loading
+    prov = make_provisioner("p")
+    prov["status"] = {"conditions": [{"status": "True"}], "resources": {"cpu": "lots", "memory": "1Gi"}}
+    view = provisioner_view(prov)
+    assert view.error == "" and view.spec is not None
+    assert view.status_resources == {"memory": 2**30}  # the readable entries are kept

@@ -87,3 +87,21 @@ def test_instance_already_gone_removes_finalizer() -> None:
     env.kube.delete(NODES, "n1")
     env.tick()
     assert env.kube.find(NODES, "n1") is None
+
+
+def test_finalizer_removal_does_not_drop_a_finalizer_added_meanwhile() -> None:
+    # issue 14, item 6: the finalizer list was patched without a version check, so a finalizer
+    # another controller added after our snapshot was silently removed
+    env = make_env()
+    env.cloud.instances.clear()
+    env.kube.delete(NODES, "n1")
+    for kind in WATCHED:
+        env.state.replace(kind.name, env.kube.items(kind))  # our view: only karpy's finalizer
+    node = env.kube.get(NODES, "n1")
+    env.kube.patch(NODES, "n1", {"metadata": {"finalizers": [*node["metadata"]["finalizers"], "example.com/keep"]}})
+    env.ctrl.reconcile()  # acts on the stale view: must not drop example.com/keep
+    node = env.kube.find(NODES, "n1")
+    assert node is not None and "example.com/keep" in node["metadata"]["finalizers"]
+    env.tick()  # a fresh view: only karpy's own finalizer is removed
+    node = env.kube.find(NODES, "n1")
+    assert node is not None and node["metadata"]["finalizers"] == ["example.com/keep"]
