@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,12 +153,46 @@ class CertPaths:
         return CertPaths(d / "ca.crt", d / "ca.key", d / "tls.crt", d / "tls.key")
 
 
+MAX_DAYS = 36_500
+_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", re.IGNORECASE)
+
+
+def _host_problem(host: str) -> str | None:
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    dns = host[2:] if host.startswith("*.") else host
+    if not dns or len(dns) > 253:
+        return "must be an IP address or a DNS name of 1 to 253 characters"
+    if not all(_DNS_LABEL.match(label) for label in dns.split(".")):
+        return "must be an IP address or a DNS name (ASCII letters, digits and '-', labels of at most 63)"
+    return None
+
+
+def check_request(hosts: Sequence[str], days: int) -> list[str]:
+    """Every problem with a webhook certificate request, as messages (empty when it can be made):
+    each host an IP address or an ASCII DNS name (an optional leading `*.`), 1 to 36,500 days."""
+    problems = [] if hosts else ["at least one --host is needed"]
+    for host in hosts:
+        why = _host_problem(host)
+        if why:
+            problems.append(f"host {host[:80]!r}: {why}")
+    if not 1 <= days <= MAX_DAYS:
+        problems.append(f"days must be from 1 to {MAX_DAYS}, got {days}")
+    return problems
+
+
 def generate(
     directory: str | Path, hosts: list[str], days: int = VALIDITY_DAYS, ca_name: str = "karpy-webhook-ca"
 ) -> CertPaths:
-    """Make a fresh CA and a serving certificate for `hosts` (IPs or DNS names) in `directory`."""
-    if not hosts:
-        raise ValueError("at least one --host is needed")
+    """Make a fresh CA and a serving certificate for `hosts` (IPs or DNS names) in `directory`.
+
+    Raises ValueError naming every problem of the request (nothing is written then)."""
+    problems = check_request(hosts, days)
+    if problems:
+        raise ValueError("; ".join(problems))
     paths = CertPaths.in_dir(directory)
     paths.cert.parent.mkdir(parents=True, exist_ok=True)
     ca = new_ca(ca_name, days)

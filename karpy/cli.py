@@ -17,10 +17,27 @@ from karpy import controller_command, dev, simulate
 from localcluster import cli as cluster_cli
 
 
+def _days(text: str) -> int:
+    try:
+        days = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"days must be a whole number, got {text!r}") from None
+    if not 1 <= days <= 36_500:
+        raise argparse.ArgumentTypeError(f"days must be from 1 to 36500, got {days}")
+    return days
+
+
 def _certs(args: argparse.Namespace) -> int:
     from certs import generate
 
-    paths = generate(args.dir, args.host or ["127.0.0.1", "localhost"], days=args.days)
+    try:
+        paths = generate(args.dir, args.host if args.host is not None else ["127.0.0.1", "localhost"], days=args.days)
+    except ValueError as err:
+        print(f"karpy certs generate: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"karpy certs generate: cannot write to {args.dir}: {err.strerror or err}", file=sys.stderr)
+        return 2
     print(f"CA: {paths.ca_cert}\ncertificate: {paths.cert}\nkey: {paths.key}")
     return 0
 
@@ -61,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen = certs_sub.add_parser("generate", help="make a CA and a serving certificate")
     gen.add_argument("--dir", required=True, help="where to write ca.crt, tls.crt, tls.key")
     gen.add_argument("--host", action="append", help="IP or DNS name for the certificate (repeatable)")
-    gen.add_argument("--days", type=int, default=365)
+    gen.add_argument("--days", type=_days, default=365, help="validity in days (1 to 36500)")
     gen.set_defaults(func=_certs)
 
     web = sub.add_parser("webapp", help="serve the admission webhooks (TLS) and the read-only dashboard")

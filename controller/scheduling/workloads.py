@@ -35,7 +35,8 @@ def _template(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return template
 
 
-def _count(doc: Mapping[str, Any]) -> int:
+def replica_count(doc: Mapping[str, Any]) -> int:
+    """How many pods a workload gives (raises PodSpecError when its count is not usable)."""
     spec = doc.get("spec") or {}
     kind = doc.get("kind")
     field = "parallelism" if kind == "Job" else "replicas"
@@ -71,7 +72,7 @@ def expand(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     name = str((doc.get("metadata") or {}).get("name") or "")
     if not name:
         raise PodSpecError("metadata.name: required")
-    return [_pod(doc, f"{name}-{i}") for i in range(_count(doc))]
+    return [_pod(doc, f"{name}-{i}") for i in range(replica_count(doc))]
 
 
 def daemonset_pod(doc: Mapping[str, Any]) -> dict[str, Any]:

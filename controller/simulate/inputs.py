@@ -5,7 +5,8 @@ webhook's own code, `controller.apis.load`), Pod, Deployment / ReplicaSet / Stat
 (expanded into their pods), DaemonSet (overhead), PodDisruptionBudget (accepted, not used by a
 single provisioning decision) and Node (existing capacity). Pods with `spec.nodeName` are bound
 to that node; the others are pending. Any problem raises `InputError`, whose message names the
-file, the document and the field.
+file, the document and the field: also a file that is not UTF-8, a document nested deeper than
+`limits.MAX_DEPTH`, and more than `MAX_PODS` pods in all (counted before a workload is expanded).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 
 from controller.apis.awsnodetemplate import NodeTemplateNotFoundError, resolve_node_template
 from controller.apis.errors import InvalidObjectError
+from controller.apis.limits import MAX_DEPTH, too_deep
 from controller.apis.load import load_awsnodetemplate, load_provisioner
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.simulated.catalog import CatalogError, catalog_from_json
@@ -29,10 +31,11 @@ from controller.core.resources import parse_resources
 from controller.scheduling.pods import PodSpecError, pod_request
 from controller.scheduling.provisioners import provisioner_spec
 from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, StateNode
-from controller.scheduling.workloads import REPLICATED, daemonset_pod, expand
+from controller.scheduling.workloads import REPLICATED, daemonset_pod, expand, replica_count
 from controller.state.views import node_view
 
 IGNORED_KINDS = ("PodDisruptionBudget",)
+MAX_PODS = 100_000  # one decision over more pods than this is not a simulation anyone waits for
 
 
 class InputError(ValueError):
@@ -51,29 +54,41 @@ class Inputs:
     node_templates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def documents(path: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """(where, document) for every non-empty YAML document of a file."""
+def _read_text(path: str) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except OSError as err:
         raise InputError(f"{path}: cannot read: {err.strerror or err}") from err
+
+
+def documents(path: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """(where, document) for every non-empty YAML document of a file."""
+    text = _read_text(path)
     docs: list[Any] | None = None
-    if text.lstrip().startswith("{"):
-        try:  # JSON (a YAML subset) parses far faster with json: exported pod lists can be large
-            docs = [json.loads(text)]
-        except json.JSONDecodeError:
-            docs = None
-    if docs is None:
-        try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as err:
-            raise InputError(f"{path}: not valid YAML: {err}") from err
+    try:
+        if text.lstrip().startswith("{"):
+            try:  # JSON (a YAML subset) parses far faster with json: exported pod lists can be large
+                docs = [json.loads(text)]
+            except json.JSONDecodeError:
+                docs = None
+        if docs is None:
+            try:
+                docs = list(yaml.safe_load_all(text))
+            except yaml.YAMLError as err:
+                raise InputError(f"{path}: not valid YAML: {err}") from err
+    except RecursionError:
+        raise InputError(f"{path}: not usable: nested too deep") from None
     out: list[tuple[str, Mapping[str, Any]]] = []
     for i, doc in enumerate(docs, 1):
         if doc is None:
             continue
         if not isinstance(doc, Mapping):
             raise InputError(f"{path}: document {i}: expected a mapping, got {type(doc).__name__}")
+        deep = too_deep(doc)
+        if deep is not None:
+            raise InputError(f"{path}: document {i}: {deep}: nested deeper than {MAX_DEPTH} levels")
         kind = doc.get("kind")
         meta = doc.get("metadata")
         if meta is not None and not isinstance(meta, Mapping):
@@ -106,8 +121,13 @@ def read_inputs(paths: Iterable[str]) -> Inputs:
                     template = load_awsnodetemplate(dict(doc))
                     inputs.node_templates[template.name] = template.to_wire()
                 elif kind == "Pod":
+                    if len(raw_pods) >= MAX_PODS:
+                        raise PodSpecError(f"karpy simulate takes at most {MAX_PODS} pods in all")
                     raw_pods.append((where, doc))
                 elif kind in (*REPLICATED, "Job"):
+                    count = replica_count(doc)
+                    if len(raw_pods) + count > MAX_PODS:
+                        raise PodSpecError(f"{count} replicas: karpy simulate takes at most {MAX_PODS} pods in all")
                     raw_pods.extend((f"{where} pod {i}", pod) for i, pod in enumerate(expand(doc)))
                 elif kind == "DaemonSet":
                     inputs.daemonsets.append(pod_request(daemonset_pod(doc)))
@@ -166,17 +186,19 @@ def _node(where: str, doc: Mapping[str, Any], pods: Sequence[PodRequest]) -> Sta
 
 def read_catalog(path: str) -> tuple[InstanceType, ...]:
     """A catalog in the `karpy catalog --output json` format (JSON or YAML)."""
+    text = _read_text(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror or err}") from err
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError:
         try:
-            obj = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise InputError(f"{path}: neither JSON nor YAML: {err}") from err
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            try:
+                obj = yaml.safe_load(text)
+            except yaml.YAMLError as err:
+                raise InputError(f"{path}: neither JSON nor YAML: {err}") from err
+    except RecursionError:
+        raise InputError(f"{path}: not usable: nested too deep") from None
+    if too_deep(obj) is not None:
+        raise InputError(f"{path}: nested deeper than {MAX_DEPTH} levels")
     try:
         return catalog_from_json(obj)
     except CatalogError as err:

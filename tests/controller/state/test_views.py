@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from controller.clock import FakeClock
 from controller.core import labels as L
 from controller.core.taints import Taint
-from controller.clock import FakeClock
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
 from controller.state.cluster import ClusterState
 from controller.state.views import node_view, pdb_view, pod_view, provisioner_view
