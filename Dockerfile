@@ -8,14 +8,16 @@ FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/karpy
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements-runtime.lock ./
 COPY karpy karpy
 COPY controller controller
 COPY webapp webapp
 COPY templates templates
 COPY certs certs
 COPY localcluster localcluster
-RUN /opt/karpy/bin/pip install . \
+# the dependencies exactly as locked (hashes checked), then karpy without resolving anything
+RUN /opt/karpy/bin/pip install --require-hashes --no-deps -r requirements-runtime.lock \
+ && /opt/karpy/bin/pip install --no-deps . \
  && /opt/karpy/bin/pip uninstall --yes pip setuptools wheel
 
 FROM python:3.11-slim

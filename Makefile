@@ -7,13 +7,26 @@ STAMP := $(VENV)/.installed
 DEV_DIR ?= .dev
 DEV_PORT ?= 8443
 
-.PHONY: dev test lint typecheck bench bench-karpenter venv clean cluster-binaries chromium
+LOCK_VENV := .venv-lock
+PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-$(STAMP): pyproject.toml
+.PHONY: dev test lint typecheck bench bench-karpenter venv clean cluster-binaries chromium lock
+
+
+# Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
+# installed editable without resolving anything. pyproject.toml keeps the ranges and floors.
+$(STAMP): pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
+
+# Re-resolve both lock files from pyproject.toml (with pip-tools in a venv of its own); commit them.
+lock:
+	@test -x $(LOCK_VENV)/bin/pip-compile || ($(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install --quiet pip-tools)
+	$(PIP_COMPILE) --extra dev --output-file requirements.lock pyproject.toml
+	$(PIP_COMPILE) --output-file requirements-runtime.lock pyproject.toml
 
 venv: $(STAMP)
 
@@ -57,4 +70,4 @@ dev: $(STAMP) cluster-binaries
 	$(BIN)/karpy dev --dir $(DEV_DIR) --port $(DEV_PORT)
 
 clean:
-	rm -rf $(VENV) $(DEV_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LOCK_VENV) $(DEV_DIR) .mypy_cache .ruff_cache .pytest_cache .hypothesis
