@@ -1,4 +1,4 @@
-"""`karpy` command line (karpy/cli.py): bad input exits with code 2 and a message, never a traceback (issue 14, item 7)."""
+"""`karpy` command line: bad input exits with code 2 and a message, never a traceback (issue 14, item 7)."""
 
 from __future__ import annotations
 

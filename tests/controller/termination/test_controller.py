@@ -100,8 +100,8 @@ def test_finalizer_removal_does_not_drop_a_finalizer_added_meanwhile() -> None:
     node = env.kube.get(NODES, "n1")
     env.kube.patch(NODES, "n1", {"metadata": {"finalizers": [*node["metadata"]["finalizers"], "example.com/keep"]}})
     env.ctrl.reconcile()  # acts on the stale view: must not drop example.com/keep
-    node = env.kube.find(NODES, "n1")
-    assert node is not None and "example.com/keep" in node["metadata"]["finalizers"]
+    after = env.kube.find(NODES, "n1")
+    assert after is not None and "example.com/keep" in after["metadata"]["finalizers"]
     env.tick()  # a fresh view: only karpy's own finalizer is removed
-    node = env.kube.find(NODES, "n1")
-    assert node is not None and node["metadata"]["finalizers"] == ["example.com/keep"]
+    final = env.kube.find(NODES, "n1")
+    assert final is not None and final["metadata"]["finalizers"] == ["example.com/keep"]
