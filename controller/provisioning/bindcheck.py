@@ -29,7 +29,7 @@ kube-scheduler or the next batch).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controller.core import resources as res
 from controller.core.labels import BINDING_HOLD, HOSTNAME, UNSCHEDULABLE_TAINT_KEY
@@ -135,6 +135,20 @@ class BindContext:
     snapshot: Snapshot
     daemonsets: Sequence[PodRequest]
     terms: frozenset[_Term]
+    _host_counts: dict[_Term, dict[str, int]] = field(default_factory=dict, compare=False, repr=False)
+
+    def host_counts(self, term: _Term) -> dict[str, int]:
+        """Pods the term selects per node of the snapshot (computed once per term and pass)."""
+        counts = self._host_counts.get(term)
+        if counts is None:
+            counts = {
+                node.name: sum(
+                    1 for p in node.pods if p.request is not None and not p.deleting and term.selects(p.request)
+                )
+                for node in self.snapshot.nodes.values()
+            }
+            self._host_counts[term] = counts
+        return counts
 
     @staticmethod
     def of(snapshot: Snapshot, daemonsets: Sequence[PodRequest]) -> BindContext:
@@ -203,12 +217,12 @@ def _host_spread_refusal(ctx: BindContext, pod: PodRequest, node: NodeView, on_n
         term = _Term(frozenset({pod.namespace}), False, c.selector)
         mine = sum(1 for p in on_node if term.selects(p))
         low, domains = mine, 1
+        counts = ctx.host_counts(term)
         for other in ctx.snapshot.nodes.values():
             if other.name == node.name or other.deleting or not node_affinity_allows(pod, other.labels):
                 continue
             domains += 1
-            count = sum(1 for p in other.pods if p.request is not None and not p.deleting and term.selects(p.request))
-            low = min(low, count)
+            low = min(low, counts[other.name])
         if c.min_domains is not None and domains < c.min_domains:
             low = 0
         skew = mine + (1 if term.selects(pod) else 0) - low
