@@ -363,8 +363,8 @@ WEBAPP_MAY_NOT = [
     ("create", "clusterrolebindings.rbac.authorization.k8s.io", ""), ("escalate", "clusterroles", ""),
 ]  # fmt: skip
 CONTROLLER_MAY = [
-    ("create", "nodes", ""), ("delete", "nodes", ""), ("create", "pods:eviction", ""), ("create", "pods:binding", ""),
-    ("list", "provisioners.karpenter.sh", ""), ("patch", "provisioners.karpenter.sh:status", ""),
+    ("create", "nodes", ""), ("delete", "nodes", ""), ("get", "nodes", ""), ("create", "pods:eviction", ""),
+    ("create", "pods:binding", ""), ("list", "provisioners.karpenter.sh", ""), ("patch", "provisioners.karpenter.sh:status", ""),
     ("update", "leases.coordination.k8s.io", "karpy-controller"),
 ]  # fmt: skip
 CONTROLLER_MAY_NOT = [
