@@ -364,7 +364,8 @@ WEBAPP_MAY_NOT = [
 ]  # fmt: skip
 CONTROLLER_MAY = [
     ("create", "nodes", ""), ("delete", "nodes", ""), ("get", "nodes", ""), ("create", "pods:eviction", ""),
-    ("create", "pods:binding", ""), ("list", "provisioners.karpenter.sh", ""), ("patch", "provisioners.karpenter.sh:status", ""),
+    ("create", "pods:binding", ""), ("list", "provisioners.karpenter.sh", ""),
+    ("patch", "provisioners.karpenter.sh:status", ""),
     ("update", "leases.coordination.k8s.io", "karpy-controller"),
 ]  # fmt: skip
 CONTROLLER_MAY_NOT = [
