@@ -340,14 +340,19 @@ def replay(
     """Every binding in `events` checked against the cluster just before it (see module doc).
 
     `lagging`: pods bound by kube-scheduler itself. It decides from a cache that trails the
-    apiserver and writes the binding afterwards, so its binding is accepted when it holds against
-    the cluster as it was at any moment of the `lag_seconds` before it. Every other binding —
-    karpy's — is judged strictly at its own instant."""
+    apiserver, one pod after another, and writes each binding afterwards in its own goroutine, so
+    its writes can land out of the order it decided them in. Its binding is accepted when it holds
+    against the cluster as it was at some moment of the `lag_seconds` before it, plus a prefix of
+    the bindings kube-scheduler wrote in the `lag_seconds` after it (pods it had already assumed).
+    Every other binding — karpy's — is judged strictly at its own instant."""
     view = initial or ClusterView()
     lenient = set(lagging)
+    ordered = sorted(events, key=lambda e: e.rv)
     history: list[tuple[float, ClusterView]] = []
     out: list[str] = []
-    for event in sorted(events, key=lambda e: e.rv):
+    doubtful: list[tuple[int, Event, str, list[str]]] = []  # kube-scheduler's, failing the strict check
+    first_binding: set[int] = set()
+    for index, event in enumerate(ordered):
         if lenient:
             history.append((event.seen, ClusterView(dict(view.nodes), dict(view.pods), view.as_kube_scheduler)))
         if event.kind == "nodes":
@@ -364,14 +369,43 @@ def replay(
         before = view.pods.get(key)
         node_name = (event.obj.get("spec") or {}).get("nodeName")
         if node_name and not (before and (before.get("spec") or {}).get("nodeName")):
+            first_binding.add(index)
             problems = placement_violations(event.obj, node_name, view)
             if problems and key in lenient:
-                earlier = (v for seen, v in reversed(history) if seen >= event.seen - lag_seconds)
-                if any(not placement_violations(event.obj, node_name, v) for v in earlier):
-                    problems = []
-            out += problems
+                doubtful.append((index, event, node_name, problems))
+            else:
+                out += problems
         view.pods[key] = event.obj
+    for index, event, node_name, problems in doubtful:
+        if not _accepted_with_lag(ordered, history, first_binding, lenient, index, event, node_name, lag_seconds):
+            out += [f"{p} (bound by kube-scheduler)" for p in problems]
     return out
+
+
+def _accepted_with_lag(
+    ordered: Sequence[Event],
+    history: Sequence[tuple[float, ClusterView]],
+    first_binding: set[int],
+    lenient: set[str],
+    index: int,
+    event: Event,
+    node_name: str,
+    lag_seconds: float,
+) -> bool:
+    assumed = [
+        e for i, e in enumerate(ordered[index + 1 :], start=index + 1)
+        if e.seen <= event.seen + lag_seconds and i in first_binding and pod_key(e.obj) in lenient
+    ][:50]  # fmt: skip
+    for at in range(index, -1, -1):
+        seen, past = history[at]
+        if seen < event.seen - lag_seconds:
+            break
+        for size in range(len(assumed) + 1):
+            pods = dict(past.pods)
+            pods.update((pod_key(e.obj), e.obj) for e in assumed[:size])
+            if not placement_violations(event.obj, node_name, ClusterView(past.nodes, pods, past.as_kube_scheduler)):
+                return True
+    return False
 
 
 def final_violations(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[str]:

@@ -52,6 +52,24 @@ def test_spread_is_judged_at_the_binding_instant_and_kube_schedulers_cache_may_l
     assert placement.replay(events, lagging={"ns/p2"}, lag_seconds=0.05)  # but not for longer than allowed
 
 
+def test_kube_scheduler_may_write_its_bindings_out_of_the_order_it_decided_them() -> None:
+    # it decided p2 -> n3 (zone c) first, then p3 -> n1 (zone a), but wrote p3's binding first
+    events = [
+        placement.Event(1, "nodes", "ADDED", node("n1", "a"), seen=0.0),
+        placement.Event(2, "nodes", "ADDED", node("n2", "b"), seen=0.0),
+        placement.Event(3, "nodes", "ADDED", node("n3", "c"), seen=0.0),
+        placement.Event(4, "pods", "MODIFIED", pod("p1", "n1", **SPREAD), seen=0.1),
+        placement.Event(5, "pods", "MODIFIED", pod("p0", "n2", **SPREAD), seen=0.1),
+        placement.Event(6, "pods", "MODIFIED", pod("p3", "n1", **SPREAD), seen=1.5),
+        placement.Event(7, "pods", "MODIFIED", pod("p2", "n3", **SPREAD), seen=1.6),
+    ]
+    (problem,) = placement.replay(events)
+    assert "ns/p3" in problem and "skew 2" in problem
+    assert placement.replay(events, lagging={"ns/p2", "ns/p3"}) == []
+    assert placement.replay(events, lagging={"ns/p3"})  # only kube-scheduler's own bindings are assumed
+    assert placement.replay(events, lagging={"ns/p2", "ns/p3"}, lag_seconds=0.05)  # and only shortly after
+
+
 def test_resources_and_taints() -> None:
     full = placement.ClusterView({"n1": node("n1", "a")}, {f"ns/q{i}": pod(f"q{i}", "n1", app="q") for i in range(4)})
     assert any("cpu requests" in v for v in placement.placement_violations(pod("p"), "n1", full))
