@@ -184,7 +184,7 @@ def build(
     provisioning = ProvisioningController(state, kube, cloud, clock, recorder, decisions, prov_settings)
     jobs = [
         Job(provisioning, settings.tick_seconds),
-        Job(CounterController(state, kube), 1.0),
+        Job(CounterController(state, kube, cloud.default_node_template), 1.0),
         Job(InitializationController(state, kube), 1.0),
         Job(
             TerminationController(state, kube, cloud, clock, recorder, decisions), settings.termination_interval_seconds

@@ -47,6 +47,19 @@ def test_thirty_pods_that_fit_nowhere_run_within_15s_on_nodes_shaped_by_the_prov
         return parse_resources(status).get("cpu") == want
 
     wait_for(counted, 10, "status.resources to count the nodes' capacity")
+
+    def columns(name: str) -> dict[str, str]:
+        """`kubectl get provisioners NAME` as header → value (columns are aligned: a value starts
+        where its header does)."""
+        head, row = karpy.cluster.kubectl("get", "provisioners", name).stdout.splitlines()[:2]
+        return {h: row[head.index(h) :].split()[0] for h in ("READY", "NODES")}
+
+    shown = columns("default")  # NAME READY CAPACITY TYPES ... as `kubectl get provisioners` prints them
+    assert shown["READY"] == "True" and shown["NODES"] == str(len(karpy.nodes())), shown
+    karpy.provisioner("broken", providerRef={"name": "nowhere"})
+    wait_for(lambda: columns("broken").get("READY") == "False", 10, "the Provisioner with a missing template not Ready")
+    (ready,) = karpy.kube.get(PROVISIONERS, "broken")["status"]["conditions"]
+    assert ready["reason"] == "NodeTemplateNotFound" and "'nowhere'" in ready["message"]
     print(f"30 pods Running {elapsed:.1f}s after creation on {len(nodes)} node(s)")
 
 
