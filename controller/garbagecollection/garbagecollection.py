@@ -9,9 +9,10 @@ Decisions (`plan()`, pure):
   that is not being deleted and whose instance is not in the list is deleted — its finalizer then
   finds the instance gone and lets the Node go — but only if the instance is known to have
   existed: this controller listed it earlier, or the cloud remembers it (`RemembersInstances`,
-  e.g. the simulated store keeps terminated rows). A cloud store that is empty or not the one
-  the nodes were launched from (a failover to a replica with its own store) thus deletes
-  nothing; such nodes are `unconfirmed_nodes`, logged and left alone (issue 14, item 3).
+  e.g. the simulated store keeps terminated rows, EC2 its terminated instances with their tags for
+  about an hour). A cloud store that is empty or not the one the nodes were launched from (a
+  failover to a replica with its own store) thus deletes nothing; such nodes are
+  `unconfirmed_nodes`, logged and left alone (issue 14, item 3).
 - at most `max_node_deletions` nodes are deleted per pass (the rest wait for the next pass).
 """
 

@@ -436,6 +436,14 @@ class AWSCloudProvider:
             raise NodeNotFoundError(f"instance {provider_id} not found")
         return self._instance(raw, None)
 
+    def has_seen(self, provider_id: str) -> bool:
+        """Whether EC2 still has a record of this instance as one of this cluster's (garbage
+        collection's proof that a node's missing instance existed: EC2 keeps terminated instances,
+        tags included, for about an hour). An ID EC2 does not know proves nothing — it may be a
+        different account or region — so the node is left alone."""
+        raw = self._describe(instance_id_of(provider_id))
+        return raw is not None and self._ours(raw)
+
     def _ours(self, raw: Mapping[str, Any]) -> bool:
         tags = {t["Key"]: t["Value"] for t in raw.get("Tags") or []}
         return tags.get(f"kubernetes.io/cluster/{self.settings.cluster_name}") == "owned" and L.PROVISIONER_NAME in tags

@@ -7,11 +7,18 @@ import base64
 import pytest
 
 from controller.cloudprovider.aws.launchtemplates import CLUSTER_TAG
+from controller.cloudprovider.aws.provider import instance_id_of
 from controller.cloudprovider.aws.resolver import ResolutionError
 from controller.cloudprovider.errors import NodeNotFoundError
 from controller.core import labels as L
+from controller.decisions import DecisionLog
+from controller.garbagecollection.garbagecollection import GarbageCollectionController
+from controller.kube.resources import NODES, WATCHED
 from controller.scheduling.types import InstanceType
+from controller.state.cluster import ClusterState
+from tests.builders.wire import make_node
 from tests.controller.cloudprovider.aws.builders import CLUSTER, make_provider, make_request, make_template
+from tests.fakes.kube import FakeKube
 from tests.support.moto import MotoServer
 
 
@@ -136,3 +143,38 @@ def test_get_list_terminate(moto_server: MotoServer) -> None:
         env.provider.delete(a.provider_id)
     with pytest.raises(NodeNotFoundError):
         env.provider.get("aws:///us-east-1a/i-0123456789abcdef0")
+
+
+def test_has_seen_confirms_a_terminated_instance_of_the_cluster_only(moto_server: MotoServer) -> None:
+    """Garbage collection's proof after a restart that a node's missing instance existed."""
+    env = make_provider(moto_server)
+    template = make_template()
+    types = env.provider.get_instance_types(None, template)
+    gone = env.provider.create(make_request(types, ["m5.large"], template))
+    env.provider.delete(gone.provider_id)
+    assert env.provider.has_seen(gone.provider_id)  # terminated, tags kept
+    ec2 = moto_server.client("ec2")
+    (foreign,) = ec2.run_instances(ImageId=env.account.amd64_ami, MinCount=1, MaxCount=1)["Instances"]
+    ec2.terminate_instances(InstanceIds=[foreign["InstanceId"]])
+    assert not env.provider.has_seen(f"aws:///us-east-1a/{foreign['InstanceId']}")  # not this cluster's
+    assert not env.provider.has_seen("aws:///us-east-1a/i-0123456789abcdef0")  # unknown proves nothing
+
+
+def test_after_a_restart_gc_deletes_the_node_whose_instance_ec2_shows_terminated(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server)
+    template = make_template()
+    types = env.provider.get_instance_types(None, template)
+    dead = env.provider.create(make_request(types, ["m5.large"], template))
+    live = env.provider.create(make_request(types, ["c5.large"], template))
+    moto_server.client("ec2").terminate_instances(
+        InstanceIds=[instance_id_of(dead.provider_id)]
+    )  # while karpy was down
+    kube, state = FakeKube(env.clock), ClusterState(env.clock)
+    for inst in (dead, live):
+        kube.put(NODES, make_node(inst.name, provider_id=inst.provider_id, finalizers=()))
+    kube.put(NODES, make_node("elsewhere", provider_id="aws:///us-east-1a/i-0123456789abcdef0", finalizers=()))
+    for kind in WATCHED:
+        state.replace(kind.name, kube.items(kind))
+    result = GarbageCollectionController(state, kube, env.provider, env.clock, DecisionLog(env.clock)).reconcile()
+    assert result.orphan_nodes == (dead.name,) and result.unconfirmed_nodes == ("elsewhere",)
+    assert sorted(n["metadata"]["name"] for n in kube.items(NODES)) == sorted([live.name, "elsewhere"])
