@@ -221,12 +221,13 @@ def _aws_jobs(
     jobs = [Job(AWSRefresh(cloud), 30.0)]
     if settings.aws_interruption_queue:
         from controller.cloudprovider.aws.interruption import InterruptionQueue
-        from controller.interruption.controller import InterruptionController
+        from controller.interruption.controller import InterruptionController, Replacements
 
         api = cloud.api  # type: ignore[attr-defined]
         queue = InterruptionQueue(api, settings.aws_interruption_queue)
         unavailable = cloud.unavailable  # type: ignore[attr-defined]
-        jobs.append(Job(InterruptionController(state, kube, queue, recorder, decisions, unavailable.mark), 1.0))
+        interruption = InterruptionController(state, kube, queue, recorder, decisions, unavailable.mark)
+        jobs += [Job(interruption, 1.0), Job(Replacements(interruption), 1.0)]
     return jobs
 
 

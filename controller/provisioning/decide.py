@@ -33,13 +33,10 @@ def candidates(snap: Snapshot) -> Candidates:
             ignored.append((pod, pod.request.ignore_reason))
         else:
             pending.append(pod)
-    rescheduled = []
+    rescheduled: list[PodView] = []
     for node in sorted(snap.nodes.values(), key=lambda n: n.name):
         if node.marked_for_deletion and node.owned:
-            for pod in node.pods:
-                if pod.request is None or pod.is_daemonset or pod.is_mirror or pod.terminal or pod.deleting:
-                    continue
-                rescheduled.append(pod)
+            rescheduled.extend(node.movable_pods())
     return Candidates(tuple(pending), tuple(rescheduled), tuple(ignored))
 
 

@@ -148,6 +148,14 @@ class NodeView:
     def capacity_type(self) -> str | None:
         return self.labels.get(L.CAPACITY_TYPE)
 
+    def movable_pods(self) -> tuple[PodView, ...]:
+        """The pods that would have to run elsewhere if the node went (readable, not DaemonSet or
+        mirror pods, not terminal, not being deleted)."""
+        return tuple(
+            p for p in self.pods
+            if p.request is not None and not p.is_daemonset and not p.is_mirror and not p.terminal and not p.deleting
+        )  # fmt: skip
+
     def state_node(self) -> StateNode:
         """The scheduler's view; pods that are terminal or deleting do not take room."""
         pods = tuple(p.request for p in self.pods if p.request is not None and not p.terminal and not p.deleting)

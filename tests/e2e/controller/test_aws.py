@@ -103,8 +103,22 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
     victim_pid = next(n["spec"]["providerID"] for n in nodes if n["metadata"]["name"] == victim)
     detail = {"instance-id": victim_pid.rsplit("/", 1)[-1], "instance-action": "terminate"}
     entry = {"Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning", "Detail": json.dumps(detail)}
+    before = {n["metadata"]["name"] for n in karpy.nodes()}
     assert moto_server.client("events").put_events(Entries=[entry])["FailedEntryCount"] == 0
-    wait_for(lambda: victim not in {n["metadata"]["name"] for n in karpy.nodes()}, 90, "the interrupted node to go")
+    # the replacement is launched first: when the victim starts draining, a new node is Ready
+    ready_new_at_drain: list[set[str]] = []
+
+    def drained() -> bool:
+        current = karpy.nodes()
+        mine = [n for n in current if n["metadata"]["name"] == victim]
+        if not ready_new_at_drain and (not mine or mine[0]["metadata"].get("deletionTimestamp")):
+            ready_new_at_drain.append({n["metadata"]["name"] for n in current if n["metadata"]["name"] not in before
+                                       and any(c["type"] == "Ready" and c["status"] == "True"
+                                               for c in n["status"].get("conditions") or [])})  # fmt: skip
+        return not mine
+
+    wait_for(drained, 90, "the interrupted node to go")
+    assert ready_new_at_drain and ready_new_at_drain[0], "the interrupted node was drained before its replacement"
     wait_for(
         lambda: len([p for p in karpy.running("web") if node_of(p) != victim]) == 4, 90, "the pods running elsewhere"
     )
