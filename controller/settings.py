@@ -64,7 +64,9 @@ class Settings:
     leader_election_name: str = _f("karpy-controller", "name of the Lease")
     lease_duration_seconds: float = _f(10.0, "a replica takes over after the leader has not renewed for this long")
     lease_retry_seconds: float = _f(1.0, "how often the Lease is renewed or tried")
-    http_host: str = _f("0.0.0.0", "address of /metrics, /healthz and /api/v1/decisions")
+    http_host: str = _f(
+        "127.0.0.1", "address of /metrics, /healthz and /api/v1/decisions (the chart sets 0.0.0.0 in the pod)"
+    )
     http_port: int = _f(8080, "port of the HTTP server (0: any free port)")
     log_format: str = _f("json", "json or text")
     log_level: str = _f("info", "debug, info, warning or error")
