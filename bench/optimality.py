@@ -145,12 +145,19 @@ def consolidate(
         if command is None:
             return nodes, step
         gone = set(command.node_names)
-        moving = [p for name in gone for p in nodes[name][0].pods]
         remaining = {name: v for name, v in nodes.items() if name not in gone}
+        # the replacements launch as planned and take the pods planned for them; the other
+        # moving pods go where the simulation put them: first fit on the remaining nodes
+        for new in command.replacements:
+            counter += 1
+            name = f"node-{counter}"
+            assert new.launch is not None
+            remaining[name] = (state_node(name, new, new.pods), new.launch.price)
+        placed = {p.key for new in command.replacements for p in new.pods}
+        moving = [p for name in gone for p in nodes[name][0].pods if p.key not in placed]
         result = schedule(SchedulingInput(
             pods=moving, provisioners=[info.spec], instance_types={info.name: info.instance_types},
             nodes=[s for s, _ in remaining.values()], daemonsets=daemons,
-            settings=SchedulingSettings(exact_more_nodes=False),
         ))  # fmt: skip
         if result.unschedulable:
             raise RuntimeError(f"consolidation left pods unschedulable: {result.unschedulable}")
@@ -158,7 +165,7 @@ def consolidate(
         for name, keys in result.existing_assignments.items():
             state, cost = remaining[name]
             remaining[name] = (replace(state, pods=(*state.pods, *(by_key[k] for k in keys))), cost)
-        for new in result.new_nodes:
+        for new in result.new_nodes:  # none when the plan holds; provisioning would launch these
             counter += 1
             name = f"node-{counter}"
             assert new.launch is not None

@@ -1,7 +1,8 @@
 """Consolidation's core: eligibility, pricing, and `compute_consolidation()` (spec §6.6).
 
 Pure. Given candidates, simulate their removal and answer delete (everything fits on the
-remaining nodes), replace (everything fits with one new, strictly cheaper node), or nothing.
+remaining nodes), replace (everything fits with one new, strictly cheaper node — or, for karpy's
+repack consolidation, several new nodes strictly cheaper together), or nothing.
 Rules kept from Karpenter v0.27: never replace when all candidates are spot and the replacement
 could be spot; a replacement that may be spot or on-demand is pinned to spot. karpy decision
 (decisions table): `karpenter.sh/do-not-consolidate: "true"` opts a node out and any other
@@ -18,10 +19,10 @@ from collections.abc import Iterable, Sequence
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.commands import CONSOLIDATION, Command
-from controller.deprovisioning.simulation import simulate
+from controller.deprovisioning.simulation import ONE_NODE, simulate
 from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
 from controller.scheduling.instancetypes import allowed_offerings, launch_order
-from controller.scheduling.types import InstanceType, Launch, NewNode
+from controller.scheduling.types import InstanceType, Launch, NewNode, SchedulingSettings
 
 
 def consolidation_blocker(node: NodeInfo, snapshot: Snapshot) -> str | None:
@@ -80,34 +81,61 @@ class Consolidation:
     why_not: str = ""
 
 
-def compute_consolidation(snapshot: Snapshot, cands: Sequence[Candidate], scheduler: Scheduler) -> Consolidation:
-    """Delete `cands`, replace them with one cheaper node, or nothing (spec §6.6 steps 1–9)."""
-    sim = simulate(snapshot, cands, scheduler)
+def compute_consolidation(
+    snapshot: Snapshot,
+    cands: Sequence[Candidate],
+    scheduler: Scheduler,
+    *,
+    max_new_nodes: int = 1,
+    simulation: SchedulingSettings = ONE_NODE,
+) -> Consolidation:
+    """Delete `cands`, replace them with cheaper nodes, or nothing (spec §6.6 steps 1–9).
+
+    Karpenter's consolidators replace with one node at most (`max_new_nodes=1`, the default);
+    karpy's repack consolidation (`repack.py`) allows several, their summed worst launch price
+    strictly below the candidates' price."""
+    sim = simulate(snapshot, cands, scheduler, simulation)
     if sim is None:
         return Consolidation(None, "a candidate is already being deleted")
     if not sim.all_scheduled:
         return Consolidation(None, f"not all pods would schedule, {sim.describe_errors()}")
     if not sim.new_nodes:
         return Consolidation(Command(CONSOLIDATION, tuple(cands)))
-    if len(sim.new_nodes) > 1:
+    if len(sim.new_nodes) > max_new_nodes:
         return Consolidation(None, f"can't remove without creating {len(sim.new_nodes)} nodes")
     price = candidates_price(cands)
     if price is None:
         return Consolidation(None, "unable to determine the price of a candidate")
-    new = sim.new_nodes[0]
-    options = cheaper_options(new, price)
-    if not options:
+    bounds = price_bounds(sim.new_nodes, price)
+    options = [cheaper_options(new, bound) for new, bound in zip(sim.new_nodes, bounds, strict=True)]
+    if not all(options):
         return Consolidation(None, "can't replace with a cheaper node")
-    if all(c.capacity_type == L.CAPACITY_TYPE_SPOT for c in cands) and allows_spot(new):
+    if all(c.capacity_type == L.CAPACITY_TYPE_SPOT for c in cands) and any(map(allows_spot, sim.new_nodes)):
         return Consolidation(None, "can't replace a spot node with a spot node")
-    reqs = new.requirements
-    if allows_spot(new) and reqs.get_or_exists(L.CAPACITY_TYPE).has(L.CAPACITY_TYPE_ON_DEMAND):
-        # Pin to spot so an unavailable spot offering fails the launch instead of buying a pricier on-demand node.
-        reqs = reqs.merged([Requirement.new(L.CAPACITY_TYPE, IN, [L.CAPACITY_TYPE_SPOT])])
-        options = tuple(it for it in options if allowed_offerings(it, reqs))
-        if not options:
-            return Consolidation(None, "can't replace with a cheaper node")
-    return Consolidation(Command(CONSOLIDATION, tuple(cands), (with_options(new, options, reqs),)))
+    replacements = []
+    for new, kept in zip(sim.new_nodes, options, strict=True):
+        reqs = new.requirements
+        if allows_spot(new) and reqs.get_or_exists(L.CAPACITY_TYPE).has(L.CAPACITY_TYPE_ON_DEMAND):
+            # Pin to spot so an unavailable spot offering fails the launch instead of buying a pricier on-demand node.
+            reqs = reqs.merged([Requirement.new(L.CAPACITY_TYPE, IN, [L.CAPACITY_TYPE_SPOT])])
+            kept = tuple(it for it in kept if allowed_offerings(it, reqs))
+            if not kept:
+                return Consolidation(None, "can't replace with a cheaper node")
+        replacements.append(with_options(new, kept, reqs))
+    return Consolidation(Command(CONSOLIDATION, tuple(cands), tuple(replacements)))
+
+
+def price_bounds(new_nodes: Sequence[NewNode], price: float) -> list[float]:
+    """The dearest worst launch price each replacement may keep so that together they stay
+    strictly below `price`: one node gets all of it (Karpenter's rule); several share the saving
+    their planned launches leave, equally, on top of each one's planned price."""
+    if len(new_nodes) == 1:
+        return [price]
+    planned = [n.launch.price if n.launch is not None else math.inf for n in new_nodes]
+    slack = price - sum(planned)
+    if not slack > 0:
+        return [0.0] * len(new_nodes)
+    return [p + slack / len(new_nodes) for p in planned]
 
 
 def filter_out_same_type(cmd: Command) -> Command | None:

@@ -1,9 +1,10 @@
 """One deprovisioning pass: markers, then the strategies in their fixed order (spec §6.2).
 
 Pure: `decide(snapshot, pending, scheduler, settings) -> Decision`. Order: expiration,
-emptiness, empty-node, multi-node and single-node consolidation; the first strategy with a
-command acts. A consolidation command is not executed at once: it comes back as `pending`, the
-caller keeps it and passes it in again; once `validation_wait_seconds` have passed since it was
+emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
+consolidation (`repack.py`); the first strategy with a command acts. A consolidation command
+is not executed at once: it comes back as `pending`, the caller keeps it and passes it in
+again; once `validation_wait_seconds` have passed since it was
 computed it is re-validated on the fresh snapshot and, if still valid, executed. While a
 command is pending nothing else is decided (Karpenter blocks its loop for those 15 s).
 """
@@ -22,6 +23,7 @@ from controller.deprovisioning.consolidators import (
 )
 from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
 from controller.deprovisioning.expiration import Expiration
+from controller.deprovisioning.repack import RepackConsolidation
 from controller.deprovisioning.strategy import Strategy
 from controller.deprovisioning.types import DeprovisioningSettings, Scheduler, Snapshot
 from controller.deprovisioning.validation import validate
@@ -32,6 +34,7 @@ STRATEGIES: tuple[Strategy, ...] = (
     EmptyNodeConsolidation(),
     MultiNodeConsolidation(),
     SingleNodeConsolidation(),
+    RepackConsolidation(),
 )
 
 

@@ -36,8 +36,15 @@ class Simulation:
         return "; ".join(f"{pod}: {why}" for pod, why in sorted(self.errors.items()))
 
 
-def simulate(snapshot: Snapshot, cands: Sequence[Candidate], scheduler: Scheduler) -> Simulation | None:
-    """Simulate removing `cands`; None (abort, retry later) if one is already marked for deletion."""
+ONE_NODE = SchedulingSettings(exact_more_nodes=False)
+"""Karpenter's consolidators replace with one node at most: the exact packing must not add nodes."""
+
+
+def simulate(
+    snapshot: Snapshot, cands: Sequence[Candidate], scheduler: Scheduler, settings: SchedulingSettings = ONE_NODE
+) -> Simulation | None:
+    """Simulate removing `cands` under `settings`; None (abort, retry later) if one is already
+    marked for deletion."""
     names = {c.name for c in cands}
     if any(c.node.marked_for_deletion for c in cands):
         return None
@@ -52,8 +59,7 @@ def simulate(snapshot: Snapshot, cands: Sequence[Candidate], scheduler: Schedule
             instance_types={name: p.instance_types for name, p in snapshot.provisioners.items()},
             nodes=[n.state for n in remaining],
             daemonsets=snapshot.daemonsets,
-            # consolidation replaces with one node at most: the exact packing must not add nodes
-            settings=SchedulingSettings(exact_more_nodes=False),
+            settings=settings,
         )
     )
     must_move = {p.key for p in moving}

@@ -5,18 +5,21 @@ the cluster moves on (pods arrive, nodes get nominated); `validate()` recomputes
 fresh snapshot. For an empty-node command, the nodes still candidates must still be empty. For
 the others, every candidate must still be one (eligible, not blocked, not nominated) and a new
 simulation must give the same kind of answer: delete stays delete, a replacement's instance
-types must all still be offered.
+types must all still be offered. A repack's replacement by several nodes (karpy's) is re-simulated
+as it was planned and stays valid while the pods need no more new nodes, costing no more.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from controller.deprovisioning.candidates import candidates
-from controller.deprovisioning.commands import Command
+from controller.deprovisioning.commands import Command, price_after
 from controller.deprovisioning.consolidation import consolidation_blocker
 from controller.deprovisioning.consolidators import consolidation_candidates
-from controller.deprovisioning.simulation import simulate
+from controller.deprovisioning.repack import REPACK_METHOD, REPACK_SIMULATION
+from controller.deprovisioning.simulation import ONE_NODE, Simulation, simulate
 from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
 
 EMPTY_NODE_METHOD = "emptynodeconsolidation"
@@ -42,12 +45,13 @@ def validate(cmd: Command, method: str, snapshot: Snapshot, scheduler: Scheduler
     mapped: list[Candidate] = [by_name[n] for n in cmd.node_names if n in by_name]
     if len(mapped) != len(cmd.candidates):
         return _invalid(cmd, "a candidate is no longer eligible")
-    sim = simulate(snapshot, mapped, scheduler)
+    repack = method == REPACK_METHOD
+    sim = simulate(snapshot, mapped, scheduler, REPACK_SIMULATION if repack else ONE_NODE)
     if sim is None:
         return _invalid(cmd, "a candidate is being deleted")
     if not sim.all_scheduled:
         return _invalid(cmd, "not all pods would schedule")
-    if len(sim.new_nodes) > 1:
+    if len(sim.new_nodes) > max(1, len(cmd.replacements)):
         return _invalid(cmd, f"would need {len(sim.new_nodes)} new nodes")
     if not sim.new_nodes:
         if cmd.replacements:
@@ -55,9 +59,21 @@ def validate(cmd: Command, method: str, snapshot: Snapshot, scheduler: Scheduler
         return Validation(Command(cmd.deprovisioner, tuple(mapped)))
     if not cmd.replacements:
         return _invalid(cmd, "a replacement would now be needed")
+    if len(cmd.replacements) > 1:
+        return _validate_several(cmd, mapped, sim)
     offered = {it.name for it in sim.new_nodes[0].instance_type_options}
     if any(it.name not in offered for r in cmd.replacements for it in r.instance_type_options):
         return _invalid(cmd, "the replacement's instance types are no longer suitable")
+    return Validation(Command(cmd.deprovisioner, tuple(mapped), cmd.replacements))
+
+
+def _validate_several(cmd: Command, mapped: list[Candidate], sim: Simulation) -> Validation:
+    """A replacement by several nodes (repack consolidation, karpy's): the pods must still fit on
+    no more new nodes, whose planned launches cost no more than the command's."""
+    planned = price_after(cmd)
+    now = sum(n.launch.price if n.launch is not None else math.inf for n in sim.new_nodes)
+    if planned is None or now > planned + 1e-9:
+        return _invalid(cmd, "the replacements would now cost more")
     return Validation(Command(cmd.deprovisioner, tuple(mapped), cmd.replacements))
 
 

@@ -1,0 +1,76 @@
+"""Repack consolidation: karpy's fourth consolidator, after Karpenter's three (README "Consolidation").
+
+Pure. Karpenter's consolidators replace nodes with one node at most, so after a scale-down a
+fleet keeps big half-empty nodes that no single cheaper node can take over (their pods need two
+smaller ones). karpy decision: when empty-node, multi-node and single-node consolidation all find
+nothing, try replacing the first k candidates (cheapest disruption first, k = 1, 2, 4, … and all
+of them, at most `max_candidates`) with as many new nodes as the scheduler needs (at most
+`max_new_nodes`), its MILP pass
+allowed to open more nodes (`exact_seconds` of HiGHS per simulation): one pass costs at most
+⌈log2 max_candidates⌉ + 2 simulations. Every safety rule of `compute_consolidation()` holds
+(all pods placed under every scheduling constraint, PDB / do-not-evict / do-not-consolidate
+filtering, all-spot sets never replaced by possible spot, replacements strictly cheaper
+together in the worst case, validation). A prefix qualifies when it saves at least
+`min_saving` of its price (a repack moves many pods: it must be worth that); the largest saving
+wins, ties to fewer nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.deprovisioning.commands import CONSOLIDATION, Command, price_after
+from controller.deprovisioning.consolidation import candidates_price, compute_consolidation
+from controller.deprovisioning.consolidators import consolidation_candidates
+from controller.deprovisioning.strategy import Outcome
+from controller.deprovisioning.types import Scheduler, Snapshot
+from controller.scheduling.types import SchedulingSettings
+
+REPACK_METHOD = "repackconsolidation"
+REPACK_SIMULATION = SchedulingSettings(exact_time_limit=0.5, exact_more_nodes=True)
+"""How a repack is simulated (and re-validated): the MILP may open more nodes, 0.5 s of HiGHS."""
+
+
+def prefix_sizes(n: int, limit: int) -> list[int]:
+    """1, 2, 4, … below min(n, limit), then min(n, limit) itself."""
+    top = min(n, limit)
+    sizes = []
+    k = 1
+    while k < top:
+        sizes.append(k)
+        k *= 2
+    return [*sizes, top] if top > 0 else []
+
+
+def saving(cmd: Command) -> float:
+    """The hourly price the command saves, as its launches are planned (0 when unknown)."""
+    before, after = candidates_price(cmd.candidates), price_after(cmd)
+    return 0.0 if before is None or after is None else before - after
+
+
+@dataclass(frozen=True)
+class RepackConsolidation:
+    name: str = CONSOLIDATION
+    method: str = REPACK_METHOD
+    needs_validation: bool = True
+    min_saving: float = 0.02
+    max_candidates: int = 64
+    max_new_nodes: int = 24
+    simulation: SchedulingSettings = field(default=REPACK_SIMULATION)
+
+    def compute(self, snapshot: Snapshot, scheduler: Scheduler) -> Outcome:
+        if snapshot.consolidated:
+            return Outcome()
+        cands, events = consolidation_candidates(snapshot)
+        best: Command | None = None
+        for k in prefix_sizes(len(cands), self.max_candidates):
+            prefix = cands[:k]
+            price = candidates_price(prefix)
+            cmd = compute_consolidation(
+                snapshot, prefix, scheduler, max_new_nodes=self.max_new_nodes, simulation=self.simulation
+            ).command
+            if cmd is None or price is None or saving(cmd) < self.min_saving * price:
+                continue
+            if best is None or saving(cmd) > saving(best) + 1e-9:
+                best = cmd
+        return Outcome(best, tuple(events), len(cands))
