@@ -1,0 +1,155 @@
+"""Repack consolidation (karpy's): nodes replaced by a cheaper set of several nodes, every
+consolidation safety rule kept."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from controller.core import labels as L
+from controller.deprovisioning.commands import price_after
+from controller.deprovisioning.consolidation import worst_launch_price
+from controller.deprovisioning.decide import decide
+from controller.deprovisioning.repack import RepackConsolidation, prefix_sizes
+from controller.deprovisioning.types import DeprovisioningSettings, NodeInfo
+from controller.deprovisioning.validation import validate
+from controller.scheduling.scheduler import schedule
+from tests.builders.deprovisioning import (
+    MEDIUM,
+    SMALL,
+    at,
+    instance_type,
+    make_node,
+    make_pdb,
+    make_pod,
+    make_provisioner,
+    make_snapshot,
+)
+from tests.builders.scheduling import make_pod as sched_pod
+from tests.builders.scheduling import term
+
+# No type between medium (4 cpu, $0.20) and huge (16 cpu, $1.00): two 3.5-cpu pods need a huge
+# node or two mediums, and Karpenter's consolidators replace with one node at most.
+HUGE = instance_type("huge", 16, price=1.00, spot_price=0.30)
+TYPES = (SMALL, MEDIUM, HUGE)
+ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=TYPES)]
+ANY_CAPACITY = [make_provisioner(consolidation=True, instance_types=TYPES)]
+NOW = DeprovisioningSettings(validation_wait_seconds=0)
+
+
+def _half_empty(name: str, created: float = 0, **kw: object) -> NodeInfo:
+    pods = [make_pod(f"{name}-{i}", cpu=3.5) for i in range(2)]
+    return make_node(name, HUGE, pods=pods, created=at(created), **kw)  # type: ignore[arg-type]
+
+
+def _launched(cmd: object) -> list[str]:
+    return sorted(r.launch.instance_type.name for r in cmd.replacements if r.launch is not None)  # type: ignore[attr-defined]
+
+
+def test_a_half_empty_node_is_replaced_by_two_cheaper_nodes() -> None:
+    decision = decide(make_snapshot([_half_empty("n0")], ON_DEMAND), None, schedule, NOW)
+    cmd = decision.execute
+    assert cmd is not None and decision.method == "repackconsolidation" and cmd.reason == "consolidation/replace"
+    assert cmd.node_names == ("n0",) and _launched(cmd) == ["medium", "medium"]
+    assert sorted(p.name for r in cmd.replacements for p in r.pods) == ["n0-0", "n0-1"]
+
+
+def test_three_half_empty_nodes_consolidate_to_the_cheaper_set() -> None:
+    nodes = [_half_empty(f"n{i}", created=i) for i in range(3)]
+    cmd = RepackConsolidation().compute(make_snapshot(nodes, ON_DEMAND), schedule).command
+    assert cmd is not None and cmd.node_names == ("n0", "n1", "n2")
+    assert _launched(cmd) == ["medium"] * 6 and price_after(cmd) == pytest.approx(1.20)
+
+
+def test_the_replacements_worst_prices_stay_below_the_candidates_price() -> None:
+    nodes = [_half_empty(f"n{i}", created=i) for i in range(3)]
+    cmd = RepackConsolidation().compute(make_snapshot(nodes, ON_DEMAND), schedule).command
+    assert cmd is not None
+    worst = sum(max(worst_launch_price(it, r.requirements) for it in r.instance_type_options) for r in cmd.replacements)
+    assert worst < 3.00
+
+
+def test_karpenter_consolidators_act_first() -> None:
+    # n1's pods fit on n0: single-node consolidation deletes it, no repack
+    nodes = [_half_empty("n0"), make_node("n1", MEDIUM, pods=[make_pod("a", cpu=1)], created=at(1))]
+    decision = decide(make_snapshot(nodes, ON_DEMAND), None, schedule, NOW)
+    assert decision.method in ("multinodeconsolidation", "singlenodeconsolidation")
+    assert decision.execute is not None and decision.execute.reason == "consolidation/delete"
+
+
+def test_a_saving_below_the_threshold_is_not_worth_a_repack() -> None:
+    barely = dataclasses.replace(HUGE, offerings=tuple(dataclasses.replace(o, price=0.404) for o in HUGE.offerings))
+    provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=(MEDIUM, barely))]
+    node = make_node("n0", barely, pods=[make_pod(f"p{i}", cpu=3.5) for i in range(2)])
+    snap = make_snapshot([node], provisioners)
+    assert RepackConsolidation().compute(snap, schedule).command is None  # $0.40 saves 1 % of $0.404
+    assert RepackConsolidation(min_saving=0.005).compute(snap, schedule).command is not None
+
+
+BLOCKERS = {
+    "do-not-consolidate": {"annotations": {L.DO_NOT_CONSOLIDATE: "true"}},
+    "do-not-evict pod": {"pods": [make_pod("keep", cpu=3.5, annotations={L.DO_NOT_EVICT: "true"})]},
+}
+
+
+@pytest.mark.parametrize("kw", BLOCKERS.values(), ids=BLOCKERS.keys())
+def test_blocked_nodes_are_not_repacked(kw: dict[str, object]) -> None:
+    node = make_node("n0", HUGE, **{"pods": [make_pod("a", cpu=3.5), make_pod("b", cpu=3.5)], **kw})  # type: ignore[arg-type]
+    assert RepackConsolidation().compute(make_snapshot([node], ON_DEMAND), schedule).command is None
+
+
+def test_a_pdb_allowing_no_disruption_blocks_a_repack() -> None:
+    snap = make_snapshot([_half_empty("n0")], ON_DEMAND, pdbs=[make_pdb(allowed=0)])
+    assert RepackConsolidation().compute(snap, schedule).command is None
+
+
+def test_spot_nodes_are_never_repacked_onto_spot() -> None:
+    node = _half_empty("n0", capacity_type=L.CAPACITY_TYPE_SPOT)
+    assert RepackConsolidation().compute(make_snapshot([node], ANY_CAPACITY), schedule).command is None
+
+
+def test_on_demand_repacked_onto_spot_is_pinned_to_spot() -> None:
+    cmd = RepackConsolidation().compute(make_snapshot([_half_empty("n0")], ANY_CAPACITY), schedule).command
+    assert cmd is not None and len(cmd.replacements) >= 1
+    for r in cmd.replacements:
+        assert r.requirements[L.CAPACITY_TYPE].values == frozenset({"spot"})
+
+
+def test_the_plan_keeps_required_anti_affinity() -> None:
+    # two 1-cpu pods that must not share a node: one medium would hold both, but the plan keeps them apart
+    solo = [sched_pod(f"s{i}", cpu="1", labels={"app": "solo"}, owner_kind="ReplicaSet",
+                      anti_affinity=[term(L.HOSTNAME, {"app": "solo"})]) for i in range(2)]  # fmt: skip
+    pods = [dataclasses.replace(make_pod(p.name), request=p) for p in solo]
+    nodes = [make_node(f"n{i}", HUGE, pods=[pods[i]], created=at(i)) for i in range(2)]
+    cmd = RepackConsolidation().compute(make_snapshot(nodes, ON_DEMAND), schedule).command
+    assert cmd is not None and cmd.node_names == ("n0", "n1")
+    assert _launched(cmd) == ["small", "small"]
+    assert all(len(r.pods) == 1 for r in cmd.replacements)
+
+
+def test_a_repack_stays_valid_while_nothing_changed() -> None:
+    snap = make_snapshot([_half_empty(f"n{i}", created=i) for i in range(2)], ON_DEMAND)
+    cmd = RepackConsolidation().compute(snap, schedule).command
+    assert cmd is not None and len(cmd.replacements) > 1
+    checked = validate(cmd, "repackconsolidation", snap, schedule)
+    assert checked.command is not None and checked.command.node_names == cmd.node_names
+
+
+def test_a_repack_is_dropped_when_the_pods_would_need_more() -> None:
+    snap = make_snapshot([_half_empty(f"n{i}", created=i) for i in range(2)], ON_DEMAND)
+    cmd = RepackConsolidation().compute(snap, schedule).command
+    assert cmd is not None
+    grown = [make_node(f"n{i}", HUGE, pods=[make_pod(f"n{i}-{j}", cpu=3.5) for j in range(3)], created=at(i))
+             for i in range(2)]  # fmt: skip
+    checked = validate(cmd, "repackconsolidation", make_snapshot(grown, ON_DEMAND), schedule)
+    assert checked.command is None and "no longer valid" in checked.why_not
+
+
+SIZES = {"none": (0, 64, []), "one": (1, 64, [1]), "three": (3, 64, [1, 2, 3]), "eight": (8, 64, [1, 2, 4, 8]),
+         "capped": (200, 64, [1, 2, 4, 8, 16, 32, 64])}  # fmt: skip
+
+
+@pytest.mark.parametrize(("n", "limit", "sizes"), SIZES.values(), ids=SIZES.keys())
+def test_prefix_sizes_double_up_to_all_candidates(n: int, limit: int, sizes: list[int]) -> None:
+    assert prefix_sizes(n, limit) == sizes
