@@ -12,7 +12,8 @@ allowed to open more nodes (`exact_seconds` of HiGHS per simulation): one pass c
 filtering, all-spot sets never replaced by possible spot, replacements strictly cheaper
 together in the worst case, validation). A prefix qualifies when it saves at least
 `min_saving` of its price (a repack moves many pods: it must be worth that); the largest saving
-wins, ties to fewer nodes.
+wins, ties to fewer nodes. Karpenter's multi-node same-type guard (`filter_out_same_type`, against
+its binary search's artefacts) is not applied: the saving threshold keeps repacks from churning.
 """
 
 from __future__ import annotations
