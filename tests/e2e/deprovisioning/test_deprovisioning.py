@@ -2,8 +2,9 @@
 
 A real `karpy controller` on the simulated cloud, with deprovisioning's timings shortened
 (`FAST`): scale to zero with `ttlSecondsAfterEmpty`, consolidation of a halved Deployment
-(fewer or cheaper nodes), a `do-not-evict` pod and a `maxUnavailable: 0` PDB that keep their
-node out of consolidation and expiry, and expiry replacing a node after its TTL. The
+(fewer or cheaper nodes), a half-empty node repacked onto two cheaper ones (karpy's repack
+consolidation), a `do-not-evict` pod and a `maxUnavailable: 0` PDB that keep their node out of
+consolidation and expiry, and expiry replacing a node after its TTL. The
 termination side of PDBs and `do-not-evict` (a node deleted by hand waits) is covered in
 `tests/e2e/controller/test_termination.py`.
 """
@@ -177,6 +178,32 @@ def test_consolidation_after_halving_a_deployment_leaves_fewer_or_cheaper_nodes(
         f"consolidated in {elapsed:.1f}s: {count_before} node(s) ${price_before:.4f}/h"
         f" -> {count_after} node(s) ${price_after:.4f}/h"
     )
+
+
+def test_a_half_empty_node_no_single_node_can_take_over_is_repacked_onto_two(karpy: KarpyEnv) -> None:
+    """Repack consolidation (karpy's): 4 pods of 4 cpu left on a 32-vCPU node need more than any
+    16-vCPU node's allocatable, so Karpenter's consolidators keep it; karpy replaces it with two
+    smaller nodes, cheaper together."""
+    karpy.provisioner(consolidation={"enabled": True},
+                      requirements=[{"key": L.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}])  # fmt: skip
+    ctrl = karpy.start("replica-a", *FAST)
+    karpy.deployment("web", 7, cpu="4", memory="1Gi")
+    wait_for(lambda: settled(karpy, "web", 7), 30, "7 pods Running")
+    count_before, price_before = fleet(karpy)
+    assert count_before == 1, "the scenario needs the 7 pods on one node"
+    first = names(karpy.nodes())
+
+    karpy.scale("web", 4)
+
+    def repacked() -> tuple[int, float] | None:
+        if not settled(karpy, "web", 4) or names(karpy.nodes()) & first:
+            return None
+        return fleet(karpy)
+
+    count_after, price_after = wait_for(repacked, 60, "the node replaced, 4 pods Running")
+    assert count_after == 2 and price_after < price_before, (count_after, price_after, price_before)
+    assert actions(ctrl).get("consolidation/replace") == 1, actions(ctrl)
+    print(f"repacked: 1 node ${price_before:.4f}/h -> {count_after} nodes ${price_after:.4f}/h")
 
 
 # 3. do-not-evict -----------------------------------------------------------------------------
