@@ -7,7 +7,7 @@ nothing, try replacing the first k candidates (cheapest disruption first, k = 1,
 of them, at most `max_candidates`) with as many new nodes as the scheduler needs (at most
 `max_new_nodes`), its MILP pass
 allowed to open more nodes (`exact_seconds` of HiGHS per simulation): one pass costs at most
-⌈log2 max_candidates⌉ + 2 simulations. Every safety rule of `compute_consolidation()` holds
+⌈log2 max_candidates⌉ + 1 simulations (7). Every safety rule of `compute_consolidation()` holds
 (all pods placed under every scheduling constraint, PDB / do-not-evict / do-not-consolidate
 filtering, all-spot sets never replaced by possible spot, replacements strictly cheaper
 together in the worst case, validation). A prefix qualifies when it saves at least
