@@ -1,19 +1,20 @@
-"""Repack consolidation: karpy's fourth consolidator, after Karpenter's three (README "Consolidation").
+"""Repack consolidation: karpy's fourth consolidator, after Karpenter's three (README, "Behaviour
+worth knowing").
 
 Pure. Karpenter's consolidators replace nodes with one node at most, so after a scale-down a
 fleet keeps big half-empty nodes that no single cheaper node can take over (their pods need two
 smaller ones). karpy decision: when empty-node, multi-node and single-node consolidation all find
 nothing, try replacing the first k candidates (cheapest disruption first, k = 1, 2, 4, … and all
 of them, at most `max_candidates`) with as many new nodes as the scheduler needs (at most
-`max_new_nodes`), its MILP pass
-allowed to open more nodes (`exact_seconds` of HiGHS per simulation): one pass costs at most
-⌈log2 max_candidates⌉ + 1 simulations (7). Every safety rule of `compute_consolidation()` holds
-(all pods placed under every scheduling constraint, PDB / do-not-evict / do-not-consolidate
-filtering, all-spot sets never replaced by possible spot, replacements strictly cheaper
-together in the worst case, validation). A prefix qualifies when it saves at least
-`min_saving` of its price (a repack moves many pods: it must be worth that); the largest saving
-wins, ties to fewer nodes. Karpenter's multi-node same-type guard (`filter_out_same_type`, against
-its binary search's artefacts) is not applied: the saving threshold keeps repacks from churning.
+`max_new_nodes`), its MILP pass allowed to open more nodes and given 0.5 s of HiGHS per
+simulation (`simulation`): one pass costs at most ⌈log2 max_candidates⌉ + 1 simulations (7).
+Every safety rule of `compute_consolidation()` holds (all pods placed under every scheduling
+constraint, PDB / do-not-evict / do-not-consolidate filtering, all-spot sets never replaced by
+possible spot, replacements strictly cheaper together in the worst case, validation). A prefix
+qualifies when it saves at least `min_saving` of its price (a repack moves many pods: it must be
+worth that); the largest saving wins, ties to fewer nodes. Karpenter's multi-node same-type guard
+(`filter_out_same_type`, against its binary search's artefacts) is not applied: the saving
+threshold keeps repacks from churning.
 """
 
 from __future__ import annotations
