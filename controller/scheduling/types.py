@@ -263,8 +263,8 @@ class SchedulingSettings:
     `exact_time_limit`: seconds HiGHS may spend (its own clock) on the near-optimal packing of
     small pools (`exact.py`) per decision; 0 turns that pass off. `exact_max_bins`: the largest
     pool (nodes it may open) the pass takes on. `exact_more_nodes`: whether the pass may use
-    more new nodes than the heuristic did — consolidation, which accepts one replacement node
-    at most, turns it off.
+    more new nodes than the heuristic did — Karpenter's consolidators, which accept one
+    replacement node at most, turn it off; karpy's repack consolidation keeps it on.
     """
 
     max_instance_types: int = 60
