@@ -54,6 +54,7 @@ def _webapp(args: argparse.Namespace) -> int:
             workers=args.workers,
             kubeconfig=args.kubeconfig,
             controller_url=args.controller_url,
+            controller_lease=args.controller_lease,
             cert_secret=args.cert_secret,
             cert_namespace=args.cert_namespace,
             cert_hosts=args.cert_host,
@@ -91,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--controller-url", help="the controller's HTTP API for the dashboard (env KARPY_WEBAPP_CONTROLLER_URL)"
     )
     web.add_argument(
+        "--controller-lease",
+        help="NAMESPACE/NAME of the controller's Lease: the dashboard asks the leader replica "
+        "(env KARPY_WEBAPP_CONTROLLER_LEASE)",
+    )
+    web.add_argument(
         "--cert-secret",
         help="keep the CA and serving certificate in this Secret: read or create it, rotate it, write the files "
         "to --cert-dir and set the webhooks' caBundle (env KARPY_WEBAPP_CERT_SECRET)",
@@ -102,9 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--validating-webhook", action="append", help="ValidatingWebhookConfiguration to patch (repeatable)"
     )
     web.add_argument("--cert-check-seconds", type=float, help="how often the Secret is checked (default 3600)")
-    web.add_argument("--request-timeout", type=float,
-                     help="seconds a client has for its TLS handshake and whole request (default 10, "
-                     "env KARPY_WEBAPP_REQUEST_TIMEOUT)")
+    web.add_argument(
+        "--request-timeout",
+        type=float,
+        help="seconds a client has for its TLS handshake and whole request (default 10, "
+        "env KARPY_WEBAPP_REQUEST_TIMEOUT)",
+    )
     web.set_defaults(func=_webapp)
 
     cluster_cli.register(sub)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 
 from flask import Flask, Response, jsonify, render_template, request
@@ -39,11 +40,17 @@ def templates_dir(configured: str | None = None) -> Path:
 def _default_source(settings: WebappSettings) -> object:
     from controller.clock import SystemClock
     from webapp.dashboard.common import cluster_cost
+    from webapp.dashboard.leader import LeaderLocator
     from webapp.dashboard.reader import ControllerAPI, ReadOnlyKube
     from webapp.dashboard.source import DashboardSource
 
     kube = ReadOnlyKube(settings.kubeconfig) if settings.reads_cluster else None
-    api = ControllerAPI(settings.controller_url) if settings.controller_url else None
+    api = None
+    if settings.controller_url:
+        locate = None
+        if settings.controller_lease and kube is not None:
+            locate = LeaderLocator(kube, settings.controller_lease, settings.controller_url, time.monotonic)
+        api = ControllerAPI(settings.controller_url, locate=locate)
     return DashboardSource(kube, api, SystemClock(), cluster_cost)
 
 

@@ -22,6 +22,7 @@ class WebappSettings:
     kubeconfig: str | None = None
     in_cluster: bool = False  # running in a pod: read the cluster through the service account
     controller_url: str | None = None  # the controller's HTTP API, e.g. http://karpy-controller:8080
+    controller_lease: str | None = None  # NAMESPACE/NAME of its Lease: ask the leader (dashboard/leader.py)
     templates_dir: str | None = None  # the dashboard's templates/ (default: found beside the package)
     max_body_bytes: int = MAX_BODY_BYTES
     # The certificate Secret (webapp/certificates.py): off when `cert_secret` is empty.
@@ -50,6 +51,7 @@ class WebappSettings:
             "kubeconfig": env.get("KUBECONFIG"),
             "in_cluster": bool(env.get("KUBERNETES_SERVICE_HOST")),
             "controller_url": env.get("KARPY_WEBAPP_CONTROLLER_URL"),
+            "controller_lease": env.get("KARPY_WEBAPP_CONTROLLER_LEASE"),
             "templates_dir": env.get("KARPY_WEBAPP_TEMPLATES_DIR"),
             "request_timeout": float(env.get("KARPY_WEBAPP_REQUEST_TIMEOUT", WebappSettings.request_timeout)),
             "cert_secret": env.get("KARPY_WEBAPP_CERT_SECRET", ""),
@@ -63,11 +65,23 @@ class WebappSettings:
         settings = WebappSettings(**values)  # type: ignore[arg-type]
         if settings.cert_secret and not (settings.cert_dir and settings.cert_hosts):
             raise ValueError("--cert-secret needs --cert-dir (where the files go) and at least one --cert-host")
+        if settings.controller_lease:
+            parse_lease(settings.controller_lease)
+            if not settings.controller_url:
+                raise ValueError("--controller-lease needs --controller-url (its port, and the fallback)")
         if not 0 < settings.request_timeout <= 300:
             raise ValueError(f"request timeout must be from 0 to 300 seconds, got {settings.request_timeout}")
         if not 1 <= settings.cert_check_seconds <= 86400:
             raise ValueError(f"--cert-check-seconds must be from 1 to 86400, got {settings.cert_check_seconds}")
         return settings
+
+
+def parse_lease(value: str) -> tuple[str, str]:
+    """ "NAMESPACE/NAME" → (namespace, name); ValueError naming the flag otherwise."""
+    namespace, sep, name = value.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise ValueError(f"--controller-lease must be NAMESPACE/NAME, not {value!r}")
+    return namespace, name
 
 
 def _names(raw: str | None) -> tuple[str, ...]:

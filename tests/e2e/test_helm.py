@@ -350,8 +350,10 @@ WEBAPP_MAY = [
     ("get", "mutatingwebhookconfiguration", HOOKS["mutatingwebhookconfiguration"]),
     ("update", "mutatingwebhookconfiguration", HOOKS["mutatingwebhookconfiguration"]),
     ("update", "validatingwebhookconfiguration", HOOKS["validatingwebhookconfiguration"]),
+    ("get", "leases.coordination.k8s.io", "karpy-controller"),  # the dashboard asks the leader
 ]  # fmt: skip
 WEBAPP_MAY_NOT = [
+    ("get", "leases.coordination.k8s.io", "other"), ("list", "leases.coordination.k8s.io", ""),
     ("get", "secret", "other"), ("list", "secrets", ""), ("watch", "secrets", ""), ("create", "secrets", ""),
     ("delete", "secret", SECRET), ("patch", "secret", SECRET),
     ("update", "mutatingwebhookconfiguration", "someone-elses"), ("create", "mutatingwebhookconfigurations", ""),

@@ -9,6 +9,7 @@ why when the controller cannot be reached.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,8 @@ import urllib3
 
 from controller.kube.client import KubeClient, ListResult, Obj, WatchEvent
 from controller.kube.resources import Kind
+
+log = logging.getLogger(__name__)
 
 
 class KubeReads(Protocol):
@@ -59,17 +62,39 @@ class ControllerError(Exception):
     """The controller could not be reached or answered something unusable (the message says which)."""
 
 
+class Locator(Protocol):
+    """Where the controller replica to ask is now (e.g. `leader.LeaderLocator`)."""
+
+    def __call__(self) -> str: ...
+
+    def forget(self) -> None: ...
+
+
 class ControllerAPI:
-    def __init__(self, base_url: str, timeout: float = 2.0) -> None:
-        self.base_url, self.timeout = base_url, timeout
-        self._http = urllib3.PoolManager(num_pools=2, maxsize=8)
+    """GET the controller's API at `base_url` — or, with a `locate`, at the URL it names (the
+    leader), falling back to `base_url` for the request when that one cannot be reached."""
+
+    def __init__(self, base_url: str, timeout: float = 2.0, locate: Locator | None = None) -> None:
+        self.base_url, self.timeout, self.locate = base_url, timeout, locate
+        self._http = urllib3.PoolManager(num_pools=4, maxsize=8)
 
     def get(self, path: str) -> Any:
-        url = self.base_url.rstrip("/") + path
+        base = self.locate() if self.locate is not None else self.base_url
+        if base != self.base_url:
+            try:
+                return self._get(base, path)
+            except ControllerError as err:
+                log.debug("asking the controller leader at %s: %s; asking %s", base, err, self.base_url)
+                if self.locate is not None:
+                    self.locate.forget()
+        return self._get(self.base_url, path)
+
+    def _get(self, base: str, path: str) -> Any:
+        url = base.rstrip("/") + path
         try:
             resp = self._http.request("GET", url, timeout=urllib3.Timeout(total=self.timeout), retries=False)
         except urllib3.exceptions.HTTPError as err:
-            raise ControllerError(f"the controller at {self.base_url} is unreachable ({type(err).__name__})") from err
+            raise ControllerError(f"the controller at {base} is unreachable ({type(err).__name__})") from err
         if resp.status != 200:
             raise ControllerError(f"the controller answered HTTP {resp.status} for {path}")
         try:
