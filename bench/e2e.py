@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -28,8 +29,8 @@ from typing import Any
 
 from controller.core import labels as L
 from controller.core.resources import parse_resources
-from controller.kube.client import KubeClient
-from controller.kube.errors import KubeError
+from controller.kube.client import KubeClient, ListResult
+from controller.kube.errors import GoneError, KubeError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
 from controller.scheduling.pods import pod_requests
 from localcluster import LocalCluster, procs
@@ -114,6 +115,62 @@ def packing(kube: KubeClient, names: set[str]) -> dict[str, float]:
     }
 
 
+class PodProgress:
+    """Counts the bench pods created and Running from a pod watch (one list, then events), so
+    that following progress does not load the apiserver and the machine with a full list of
+    thousands of pods every half second."""
+
+    def __init__(self, kube: KubeClient, apps: set[str]) -> None:
+        self._kube, self._apps = kube, apps
+        self._phases: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-pod-watch", daemon=True)
+
+    def start(self) -> None:
+        self._seen(self._kube.list(PODS))  # before the Deployments exist: the watch sees every pod
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def counts(self) -> tuple[int, int]:
+        """(pods that exist, pods Running)."""
+        with self._lock:
+            return len(self._phases), sum(1 for phase in self._phases.values() if phase == "Running")
+
+    def _seen(self, listed: ListResult) -> None:
+        with self._lock:
+            self._phases = {}
+            for pod in listed.items:
+                self._apply("ADDED", pod)
+        self._rv = listed.resource_version
+
+    def _apply(self, event: str, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        if (meta.get("labels") or {}).get("app") not in self._apps:
+            return
+        if event == "DELETED":
+            self._phases.pop(meta.get("name", ""), None)
+        else:
+            self._phases[meta.get("name", "")] = (pod.get("status") or {}).get("phase", "")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                for event in self._kube.watch(PODS, self._rv, 30):
+                    self._rv = str((event.object.get("metadata") or {}).get("resourceVersion") or self._rv)
+                    if event.type != "BOOKMARK":
+                        with self._lock:
+                            self._apply(event.type, event.object)
+                    if self._stop.is_set():
+                        return
+            except GoneError:
+                self._seen(self._kube.list(PODS))
+            except (KubeError, OSError):
+                self._stop.wait(0.5)
+
+
 def client_requests(port: int) -> int:
     """The controller's `rest_client_requests_total`, summed over codes and methods."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
@@ -153,6 +210,8 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
             "spec": {},
         }
         cluster.kubectl("apply", "-f", "-", input=json.dumps(prov))
+        progress = PodProgress(kube, names)
+        progress.start()
         started = time.monotonic()
         for name, replicas, cpu, memory, zonal in workloads:
             kube.create(DEPLOYMENTS, deployment(name, replicas, cpu, memory, zonal), NAMESPACE)
@@ -160,16 +219,16 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
         running, all_created = 0, None
         milestones: dict[str, float] = {}  # seconds until 50 % / 90 % of the pods were Running
         while time.monotonic() - started < 300:
-            pods = [p for p in kube.list(PODS).items if p["metadata"].get("labels", {}).get("app") in names]
-            running = sum(1 for p in pods if p.get("status", {}).get("phase") == "Running")
-            if all_created is None and len(pods) >= total:
+            created, running = progress.counts()
+            if all_created is None and created >= total:
                 all_created = time.monotonic() - started
             for share in (50, 90):
                 if running * 100 >= share * total:
                     milestones.setdefault(f"running_{share}pct_seconds", round(time.monotonic() - started, 1))
             if running >= total:
                 break
-            time.sleep(0.5)
+            time.sleep(0.1)
+        progress.stop()
         elapsed = time.monotonic() - started
         peak_mb, cpu_seconds = proc_stats(ctrl.pid)
         result: dict[str, Any] = {"scenario": scenario, "pods": total, "running": running, "seconds": round(elapsed, 1)}
