@@ -6,7 +6,10 @@ watch reports it: `record_node(obj)` (an in-flight node), `record_binding(pod, n
 `nominate(nodes, until)`, `mark_for_deletion(nodes)` / `unmark_for_deletion(nodes)`.
 Readers: `snapshot()` (an immutable `Snapshot`) and `synced()`, which gates every decision:
 true once every watched kind has been listed and none is re-listing after a lost watch.
-Thread-safe (one lock); views are cached per object resourceVersion.
+Thread-safe (one lock); views are cached per object resourceVersion. Pods are kept indexed
+incrementally: a snapshot rebuilds only the views of pods changed since the last one and the pod
+lists of the nodes they left or joined, so that the several controllers snapshotting every tick
+do not walk thousands of pods each time.
 """
 
 from __future__ import annotations
@@ -51,13 +54,24 @@ class ClusterState:
         self._bindings: dict[str, tuple[str, float]] = {}
         self._nominated: dict[str, float] = {}
         self._marked: set[str] = set()
+        # pods: current views (without recorded bindings), changed keys not yet indexed, and the
+        # views per node with each node's sorted tuple cached until one of its pods changes
+        self._pod_views: dict[str, PodView] = {}
+        self._pod_versions: dict[str, str] = {}
+        self._dirty_pods: set[str] = set()
+        self._by_node: dict[str, dict[str, PodView]] = {}
+        self._node_pods: dict[str, tuple[PodView, ...]] = {}
         self.generation = 0  # bumps on every change; lets controllers notice "something changed"
 
     # Feeding ---------------------------------------------------------------------------------
 
     def replace(self, kind: str, items: Iterable[Obj]) -> None:
         with self._lock:
+            if kind == PODS.name:
+                self._dirty_pods.update(self._objects[kind])
             self._objects[kind] = {object_key(o): o for o in items}
+            if kind == PODS.name:
+                self._dirty_pods.update(self._objects[kind])
             self._listed.add(kind)
             self.generation += 1
 
@@ -70,6 +84,8 @@ class ClusterState:
                 self._objects[kind][key] = obj
             else:
                 return
+            if kind == PODS.name:
+                self._dirty_pods.add(key)
             self.generation += 1
 
     def unsynced(self, kind: str) -> None:
@@ -131,8 +147,8 @@ class ClusterState:
             for kind in _BUILDERS:
                 if kind in self._objects:
                     self._forget_stale(kind)
-            pods = self._pods(now)
-            nodes = self._nodes(now, pods)
+            pods, recorded = self._pods(now)
+            nodes = self._nodes(now, recorded)
             provisioners = {
                 k: self._view(PROVISIONERS.name, k, o) for k, o in self._objects.get(PROVISIONERS.name, {}).items()
             }
@@ -148,24 +164,62 @@ class ClusterState:
                 awsnodetemplates=dict(self._objects.get(AWSNODETEMPLATES.name, {})),
             )
 
-    def _pods(self, now: float) -> dict[str, PodView]:
-        pods: dict[str, PodView] = {}
-        for key, obj in self._objects.get(PODS.name, {}).items():
-            view: PodView = self._view(PODS.name, key, obj)
-            bound = self._bindings.get(key)
-            if bound is not None:
-                if view.node_name or now - bound[1] > BINDING_TTL:
-                    del self._bindings[key]
-                else:
-                    view = dataclasses.replace(view, node_name=bound[0], unschedulable=False)
-            pods[key] = view
-        return pods
+    def _index_pods(self) -> None:
+        """Bring the pod views and the per-node index up to date with the changed pods."""
+        objects = self._objects.get(PODS.name, {})
+        for key in self._dirty_pods:
+            old = self._pod_views.get(key)
+            obj = objects.get(key)
+            view: PodView | None = None
+            if obj is not None:
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or id(obj))
+                if old is not None and self._pod_versions.get(key) == rv:
+                    continue
+                view = pod_view(obj)
+                self._pod_views[key], self._pod_versions[key] = view, rv
+            elif old is not None:
+                del self._pod_views[key], self._pod_versions[key]
+            if old is not None and old.node_name:
+                self._by_node.get(old.node_name, {}).pop(key, None)
+                self._node_pods.pop(old.node_name, None)
+            if view is not None and view.node_name:
+                self._by_node.setdefault(view.node_name, {})[key] = view
+                self._node_pods.pop(view.node_name, None)
+        self._dirty_pods.clear()
+        for name in [n for n, pods in self._by_node.items() if not pods]:
+            del self._by_node[name]
 
-    def _nodes(self, now: float, pods: Mapping[str, PodView]) -> dict[str, NodeView]:
-        by_node: dict[str, list[PodView]] = {}
-        for pod in pods.values():
-            if pod.node_name:
-                by_node.setdefault(pod.node_name, []).append(pod)
+    def _pods(self, now: float) -> tuple[dict[str, PodView], dict[str, list[PodView]]]:
+        """Every pod's view, with the bindings karpy recorded and the watch has not reported yet;
+        and those bound pods per node."""
+        self._index_pods()
+        pods = dict(self._pod_views)
+        recorded: dict[str, list[PodView]] = {}
+        for key, (node, when) in list(self._bindings.items()):
+            view = pods.get(key)
+            if view is None:
+                if now - when > BINDING_TTL:
+                    del self._bindings[key]
+                continue
+            if view.node_name or now - when > BINDING_TTL:
+                del self._bindings[key]
+                continue
+            view = dataclasses.replace(view, node_name=node, unschedulable=False)
+            pods[key] = view
+            recorded.setdefault(node, []).append(view)
+        return pods, recorded
+
+    def _pods_on(self, node: str, recorded: Mapping[str, list[PodView]]) -> tuple[PodView, ...]:
+        extra = recorded.get(node)
+        if extra:
+            return tuple(sorted([*self._by_node.get(node, {}).values(), *extra], key=lambda p: p.key))
+        cached = self._node_pods.get(node)
+        if cached is None:
+            cached = tuple(sorted(self._by_node.get(node, {}).values(), key=lambda p: p.key))
+            self._node_pods[node] = cached
+        return cached
+
+    def _nodes(self, now: float, recorded: Mapping[str, list[PodView]]) -> dict[str, NodeView]:
         objects = self._objects.get(NODES.name, {})
         views: dict[str, NodeView] = {k: self._view(NODES.name, k, o) for k, o in objects.items()}
         for name, (when, obj) in list(self._in_flight.items()):
@@ -180,7 +234,7 @@ class ClusterState:
         for name, view in views.items():
             out[name] = dataclasses.replace(
                 view,
-                pods=tuple(sorted(by_node.get(name, ()), key=lambda p: p.key)),
+                pods=self._pods_on(name, recorded),
                 marked_for_deletion=view.deleting or name in self._marked,
                 nominated=name in self._nominated,
             )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from controller.apis.provisioner import Provisioner
@@ -52,7 +53,7 @@ class PodView:
     request: PodRequest | None
     obj: Obj = field(repr=False)
 
-    @property
+    @cached_property  # read for every pod by every pass: computed once per view
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from controller.clock import FakeClock
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.state.cluster import ClusterState
@@ -96,3 +101,79 @@ def test_provisioner_view_loads_or_reports_error() -> None:
     assert snap.provisioners["default"].spec is not None
     assert snap.provisioners["default"].spec.limits == {"cpu": 10000}
     assert snap.provisioners["bad"].spec is None and "weight" in snap.provisioners["bad"].error
+
+
+def _pod_version(name: str, node: str, version: int) -> dict[str, Any]:
+    pod = make_pod(name, node=node)
+    pod["metadata"]["resourceVersion"] = str(version)
+    return pod
+
+
+def _layout(state: ClusterState) -> tuple[dict[str, str], dict[str, list[str]]]:
+    snap = state.snapshot()
+    return (
+        {key: pod.node_name for key, pod in snap.pods.items()},
+        {name: [p.key for p in node.pods] for name, node in snap.nodes.items()},
+    )
+
+
+def test_pods_follow_their_watch_events_between_nodes() -> None:
+    state = synced_state()
+    state.replace(NODES.name, [make_node("n1"), make_node("n2")])
+    state.replace(PODS.name, [_pod_version("a", "", 1), _pod_version("b", "n1", 1)])
+    assert _layout(state)[1] == {"n1": ["default/b"], "n2": []}
+    state.apply(PODS.name, "MODIFIED", _pod_version("a", "n2", 2))
+    state.apply(PODS.name, "MODIFIED", _pod_version("b", "n2", 2))
+    assert _layout(state)[1] == {"n1": [], "n2": ["default/a", "default/b"]}
+    state.apply(PODS.name, "DELETED", _pod_version("a", "n2", 3))
+    assert _layout(state) == ({"default/b": "n2"}, {"n1": [], "n2": ["default/b"]})
+    state.replace(PODS.name, [_pod_version("c", "n1", 4)])  # a re-list drops what it lacks
+    assert _layout(state) == ({"default/c": "n1"}, {"n1": ["default/c"], "n2": []})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ADDED", "MODIFIED", "DELETED", "RELIST", "BIND", "SNAPSHOT"]),
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from(["", "n1", "n2", "gone"]),
+        ),
+        max_size=40,
+    )
+)
+def test_snapshots_between_events_place_every_pod_where_its_object_says(events: list[tuple[str, str, str]]) -> None:
+    """Whatever the order of watch events, re-lists, recorded bindings and snapshots, each node of
+    a snapshot lists exactly the snapshot's pods bound to it, and each pod is where its last
+    object puts it (or, while unbound, on the node karpy recorded binding it to)."""
+    state = synced_state()
+    state.replace(NODES.name, [make_node("n1"), make_node("n2")])
+    objects: dict[str, dict[str, Any]] = {}
+    bindings: dict[str, str] = {}
+
+    def check() -> None:
+        snap = state.snapshot()
+        assert set(snap.pods) == {f"default/{name}" for name in objects}
+        for name, obj in objects.items():
+            node = obj["spec"].get("nodeName", "")
+            placed = snap.pods[f"default/{name}"].node_name
+            assert placed == node or (not node and placed == bindings.get(f"default/{name}"))
+        for name, view in snap.nodes.items():
+            assert [p.key for p in view.pods] == sorted(k for k, p in snap.pods.items() if p.node_name == name)
+
+    for version, (event, name, node) in enumerate(events, start=2):
+        if event == "SNAPSHOT":
+            check()
+        elif event == "BIND":
+            if node:
+                state.record_binding(f"default/{name}", node)
+                bindings[f"default/{name}"] = node
+        elif event == "RELIST":
+            state.replace(PODS.name, list(objects.values()))
+        elif event == "DELETED":
+            objects.pop(name, None)
+            state.apply(PODS.name, event, _pod_version(name, node, version))
+        else:
+            objects[name] = _pod_version(name, node, version)
+            state.apply(PODS.name, event, objects[name])
+    check()
