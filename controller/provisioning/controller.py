@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -195,8 +195,7 @@ class ProvisioningController:
             # Bind against the cluster as it is now, not as the plan saw it; then release every
             # held node at once, so kube-scheduler sees all the batch's new domains together.
             ctx = BindContext.of(self.state.snapshot(), daemonset_pods(snap.daemonsets))
-            for node_name, keys in held:
-                outcome.bound += self._bind(ctx, keys, node_name)
+            outcome.bound += self._bind(ctx, dict(held))
             for node_name, _ in held:
                 self._release(node_name)
 
@@ -227,36 +226,46 @@ class ProvisioningController:
             if held and snap.now - node.created > BINDING_HOLD_SECONDS:
                 self._release(node.name, keep_cordoned=DEPROVISIONING_CORDON in node.annotations)
 
-    def _bind(self, ctx: BindContext, keys: Iterable[str], node: str) -> list[str]:
-        """Bind the planned pods that `bindcheck` accepts, in rounds: each pod is checked against
-        the node as it is now plus the pods accepted before it; a round is bound (in parallel)
-        before the next is checked, so a pod whose affinity needs a partner is bound after the
-        partner's binding succeeded. The pods never accepted are left pending."""
+    def _bind(self, ctx: BindContext, planned: Mapping[str, Iterable[str]]) -> list[str]:
+        """Bind the planned pods (per held node) that `bindcheck` accepts, in rounds: each pod is
+        checked against its node as it is now plus the pods accepted for that node before it; a
+        round — every node's accepted pods, bound in parallel — completes before the next is
+        checked, so a pod whose affinity needs a partner is bound after the partner's binding
+        succeeded. The pods never accepted are left pending."""
         done: list[str] = []
-        bound: list[PodRequest] = []
-        remaining, refused = list(keys), dict[str, str]()
+        bound: dict[str, list[PodRequest]] = {node: [] for node in planned}
+        remaining = {node: list(keys) for node, keys in planned.items()}
+        refused: dict[str, dict[str, str]] = {}
         while remaining:
-            refused, accepted, placed = {}, list[PodView](), list[PodRequest]()
-            for key in remaining:
-                why = refusal(ctx, key, node, placed, bound)
-                pod = ctx.snapshot.pods.get(key)
-                if why or pod is None or pod.request is None:
-                    refused[key] = why
-                    continue
-                accepted.append(pod)
-                placed.append(pod.request)
+            accepted: list[tuple[PodView, str]] = []
+            for node, keys in remaining.items():
+                refused[node], placed = {}, list[PodRequest]()
+                for key in keys:
+                    why = refusal(ctx, key, node, placed, bound[node])
+                    pod = ctx.snapshot.pods.get(key)
+                    if why or pod is None or pod.request is None:
+                        refused[node][key] = why
+                        continue
+                    accepted.append((pod, node))
+                    placed.append(pod.request)
             if not accepted:
                 break
-            succeeded = set(self._bind_round(accepted, node))
-            done += [p.key for p in accepted if p.key in succeeded]
-            bound += [p.request for p in accepted if p.key in succeeded and p.request is not None]
-            remaining = list(refused)
-        for key, why in refused.items():
-            log.info("not binding pod %s to %s: %s", key, node, why)
+            succeeded = set(self._bind_round(accepted))
+            progressed = set()
+            for pod, node in accepted:
+                if pod.key in succeeded and pod.request is not None:
+                    done.append(pod.key)
+                    bound[node].append(pod.request)
+                progressed.add(node)
+            remaining = {node: list(refused[node]) for node in progressed if refused[node]}
+        for node, why_not in refused.items():
+            for key, why in why_not.items():
+                log.info("not binding pod %s to %s: %s", key, node, why)
         return done
 
-    def _bind_round(self, accepted: list[PodView], node: str) -> list[str]:
-        def one(pod: PodView) -> str | None:
+    def _bind_round(self, accepted: list[tuple[PodView, str]]) -> list[str]:
+        def one(item: tuple[PodView, str]) -> str | None:
+            pod, node = item
             try:
                 self.kube.bind(pod.namespace, pod.name, node)
             except (ConflictError, NotFoundError):

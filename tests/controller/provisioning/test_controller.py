@@ -188,3 +188,16 @@ def test_a_stale_hold_on_a_node_deprovisioning_cordoned_meanwhile_keeps_the_cord
     (node,) = env.kube.items(NODES)
     assert node["spec"]["unschedulable"] is True  # deprovisioning's cordon: deprovisioning lifts it
     assert node["metadata"]["annotations"] == {DEPROVISIONING_CORDON: "true"}
+
+
+def test_the_pods_of_every_new_node_of_a_batch_are_bound_then_every_node_released() -> None:
+    env = make_env(startupTaints=[])
+    for i in range(4):
+        env.kube.put(PODS, make_pod(f"p{i}", cpu="3", tolerations=TOLERATE))
+    outcome = env.run_batch()
+    nodes = env.kube.items(NODES)
+    assert len(nodes) == 2
+    assert sorted(outcome.bound) == ["default/p0", "default/p1", "default/p2", "default/p3"]  # type: ignore[attr-defined]
+    assert {node for _, node in env.kube.bindings} == {n["metadata"]["name"] for n in nodes}
+    for node in nodes:
+        assert "unschedulable" not in node["spec"] and L.BINDING_HOLD not in node["metadata"].get("annotations", {})
