@@ -9,8 +9,10 @@ kube-controller-manager and kwok, with `karpy controller` on the simulated cloud
 Prints, per scenario: time from creation to all pods Running, CPU and memory packing (pod
 requests over the allocatable of karpy's nodes), node count, the controller's peak memory
 (VmHWM), CPU seconds and the requests its Kubernetes client sent to the apiserver (its
-`rest_client_requests_total`). `--dir` reuses a running cluster; otherwise one is started and
-stopped. Each scenario gets a fresh controller and simulated cloud.
+`rest_client_requests_total`). Progress is followed with a pod watch, not by listing the pods
+over and over (which loaded the 2 cores under test). `--dir` reuses a running cluster; otherwise
+one is started and stopped. Each scenario gets a fresh controller and simulated cloud, and starts
+once the previous scenario's pods are gone.
 """
 
 from __future__ import annotations
@@ -254,6 +256,11 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
                     kube.delete(NODES, name)
                 except KubeError:
                     pass
+        gone_by = time.monotonic() + 120  # the next scenario starts on a quiet cluster
+        while time.monotonic() < gone_by and any(
+            p["metadata"].get("labels", {}).get("app") in names for p in kube.list(PODS).items
+        ):
+            time.sleep(2)
 
 
 def report(result: dict[str, Any]) -> bool:
