@@ -205,6 +205,7 @@ class LocalCluster:
             apiserver = launch("kube-apiserver", components.apiserver(lay))
             kcm = launch("kube-controller-manager", components.controller_manager(lay))
             sched = launch("kube-scheduler", components.scheduler(lay))
+            (self.dir / "kwok.yaml").write_text(components.kwok_config())
             kwok = launch("kwok", components.kwok(lay, self.node_selector))
             admin = probes.admin_context(keys)
             insecure = probes.insecure_context()

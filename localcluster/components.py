@@ -24,6 +24,9 @@ KUBE_API_BURST = 400
 # benchmark. kwokctl runs it with these values.
 SCHEDULER_API_QPS = 5000
 SCHEDULER_API_BURST = 10000
+# kwok plays the kubelet of every node with this many pod workers (default 4): pods bound by the
+# thousand otherwise wait seconds for a handful of workers to report them Running.
+KWOK_POD_PARALLELISM = 16
 
 # What the tests and karpy need from kube-controller-manager: workloads make pods, namespaces and
 # garbage get cleaned up, ServiceAccounts exist (so the ServiceAccount admission plugin stays on),
@@ -164,9 +167,20 @@ def scheduler(lay: Layout) -> list[str]:
     ]
 
 
+def kwok_config() -> str:
+    """kwok's configuration file (`kwok.yaml` in the cluster directory); its default stages stay."""
+    return (
+        "apiVersion: config.kwok.x-k8s.io/v1alpha1\n"
+        "kind: KwokConfiguration\n"
+        "options:\n"
+        f"  podPlayStageParallelism: {KWOK_POD_PARALLELISM}\n"
+    )
+
+
 def kwok(lay: Layout, node_selector: str = KWOK_NODE_SELECTOR) -> list[str]:
     return [
         lay.bin("kwok"),
+        f"--config={lay.dir / 'kwok.yaml'}",
         f"--kubeconfig={lay.kubeconfig}",
         "--manage-all-nodes=false",
         f"--manage-nodes-with-label-selector={node_selector}",
