@@ -87,7 +87,7 @@ class KubeClient:
         self._timeout = timeout
         self._http = urllib3.PoolManager(
             num_pools=4,
-            maxsize=16,
+            maxsize=32,
             cert_reqs="CERT_REQUIRED" if cfg.verify_ssl else "CERT_NONE",
             ca_certs=cfg.ssl_ca_cert,
             cert_file=cfg.cert_file,

@@ -60,7 +60,7 @@ class ProvisioningSettings:
     bind_pods: bool = True
     retry_seconds: float = 10.0
     max_instance_types: int = 60
-    bind_workers: int = 8
+    bind_workers: int = 16
 
     @property
     def nomination_seconds(self) -> float:
