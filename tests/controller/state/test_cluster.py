@@ -177,3 +177,16 @@ def test_snapshots_between_events_place_every_pod_where_its_object_says(events: 
             objects[name] = _pod_version(name, node, version)
             state.apply(PODS.name, event, objects[name])
     check()
+
+
+def test_the_state_keeps_objects_without_their_managed_fields() -> None:
+    state = synced_state()
+    listed, watched = make_pod("a"), make_pod("b")
+    for pod in (listed, watched):
+        pod["metadata"]["managedFields"] = [{"manager": "kube-scheduler", "fieldsV1": {"f:status": {}}}]
+    state.replace(PODS.name, [listed])
+    state.apply(PODS.name, "ADDED", watched)
+    pods = state.snapshot().pods
+    assert [p.obj["metadata"].get("managedFields") for p in pods.values()] == [None, None]
+    assert pods["default/a"].obj["metadata"]["name"] == "a"
+    assert "managedFields" in listed["metadata"]  # the caller's object is left as it was
