@@ -48,6 +48,7 @@ class NodeTable:
         self.state: list[StateNode | None] = []
         self.provisioner: list[int] = []
         self.options: list[np.ndarray | None] = []
+        self.witness: list[np.ndarray | None] = []  # per resource, an option type whose allocatable is the bound
         self.pods: list[list[PodState]] = []
         self.ports: list[set[HostPort]] = []
         self.classes: list[NodeClass] = []
@@ -90,6 +91,7 @@ class NodeTable:
         self.state.append(None)
         self.provisioner.append(cls.provisioner)
         self.options.append(None)
+        self.witness.append(None)
         self.pods.append([])
         self.ports.append(set())
         if target:
@@ -105,6 +107,20 @@ class NodeTable:
     def set_bound(self, i: int, bound: np.ndarray) -> None:
         self.bound[i] = bound
         self.free[:, i] = bound - self.used[i]
+
+    def narrow(self, i: int, options: np.ndarray, alloc: np.ndarray) -> None:
+        """Set a new node's instance-type options (a subset of the ones it had, if any) and its
+        bound to their element-wise maximum allocatable (`alloc`: the provisioner's types). The
+        bound is recomputed only when an option it came from is gone: options only shrink."""
+        self.options[i] = options
+        witness = self.witness[i]
+        if witness is not None and options[witness].all():
+            return
+        idx = np.flatnonzero(options)
+        sub = alloc[idx]
+        arg = sub.argmax(axis=0)
+        self.witness[i] = idx[arg]
+        self.set_bound(i, sub[arg, np.arange(sub.shape[1])])
 
     def reset(self, i: int, used: np.ndarray) -> None:
         self.used[i] = used

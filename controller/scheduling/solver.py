@@ -366,9 +366,9 @@ class Solver:
             keep = self.class_types(cls) & self.limit_masks[i] & table.fits(self.daemon_overhead[i] + ps.request)
             if not keep.any():
                 continue
-            j = self.table.add(self.new_name(i), cls, self.daemon_overhead[i], table.alloc[keep].max(axis=0),
+            j = self.table.add(self.new_name(i), cls, self.daemon_overhead[i], self.daemon_overhead[i],
                                target=True, new=True)  # fmt: skip
-            self.table.options[j] = keep
+            self.table.narrow(j, keep, table.alloc)
             self.topology.grow(self.table.capacity)
             self._take_limits(i, keep)
             self._accept(ps, j, c2, keep)
@@ -398,10 +398,7 @@ class Solver:
         t.npods[j] += 1
         t.set_class(j, t.classes[cid])
         if options is not None:
-            before = t.options[j]
-            t.options[j] = options
-            if before is None or np.count_nonzero(before) != np.count_nonzero(options):
-                t.set_bound(j, self.tables[t.classes[cid].provisioner].alloc[options].max(axis=0))
+            t.narrow(j, options, self.tables[t.classes[cid].provisioner].alloc)
         t.pods[j].append(ps)
         t.ports[j].update(ps.pod.host_ports)
         self.topology.record(ps, j, t.classes[cid].requirements)
