@@ -54,6 +54,7 @@ class NodeTable:
         self.classes: list[NodeClass] = []
         self._class_by_key: dict[tuple[int, tuple[Taint, ...], frozenset[Requirement]], NodeClass] = {}
         self.present: dict[int, int] = {}  # class id -> number of target nodes in it
+        self.layout = 0  # changes whenever a row is added or changes class (caches of class masks)
 
     def node_class(self, provisioner: int, taints: tuple[Taint, ...], requirements: Requirements) -> NodeClass:
         key = (provisioner, taints, frozenset(requirements.values()))
@@ -79,6 +80,7 @@ class NodeTable:
     def add(self, name: str, cls: NodeClass, used: np.ndarray, bound: np.ndarray, *, target: bool, new: bool) -> int:
         if self.n == self.capacity:
             self._grow()
+        self.layout += 1
         i = self.n
         self.n += 1
         self.used[i] = used
@@ -137,6 +139,7 @@ class NodeTable:
         old = int(self.cls[i])
         if old == cls.id:
             return
+        self.layout += 1
         self.cls[i] = cls.id
         if self.target[i]:
             self.present[old] -= 1

@@ -30,7 +30,7 @@ def node_price(solver: Solver, j: int) -> float:
 
 
 def _free(solver: Solver, ps: PodState) -> bool:
-    return not ps.pod.host_ports and not solver.topology.constraining(ps) and not solver.topology.counting(ps)
+    return not ps.pod.host_ports and not solver.topology.involves(ps)
 
 
 def pools(solver: Solver) -> list[tuple[NodeClass, list[int]]]:

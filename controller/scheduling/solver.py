@@ -63,7 +63,9 @@ class Solver:
         self.unschedulable: dict[str, str] = {}
         self.failed: list[PodState] = []
         self._static: dict[tuple[object, int], int] = {}
-        self._fail_version: dict[tuple[object, ...], int] = {}
+        self._fails: set[tuple[object, ...]] = set()  # keys of pods that failed at `_fails_version`
+        self._fails_version = -1
+        self._class_mask: tuple[object, np.ndarray] = ((), np.zeros(0, dtype=bool))
         self._topology_cache: dict[tuple[object, ...], int] = {}
         self._tightened_cache: dict[tuple[int, tuple[Requirement, ...]], int] = {}
         self.version = 0
@@ -238,15 +240,25 @@ class Solver:
         groups = self.topology.constraining(ps)
         host = [g for g in groups if g.host]
         other = [g for g in groups if not g.host]
-        fail_key = (ps.signature, ps.selector_key, tuple(ps.request.tolist()), tuple(g.id for g in groups),
-                    ps.pod.host_ports)  # fmt: skip
-        if self._fail_version.get(fail_key) == self.version:
-            return False
+        # pods like one that failed since the last placement fail too; the key is built only then
+        fail_key = None
+        if self._fails_version == self.version:
+            fail_key = self._fail_key(ps, groups)
+            if fail_key in self._fails:
+                return False
         if self._place_on_nodes(ps, host, other) or self._place_on_new_node(ps, host, other):
             self.version += 1
             return True
-        self._fail_version[fail_key] = self.version
+        if self._fails_version != self.version:
+            self._fails_version = self.version
+            self._fails = set()
+        self._fails.add(fail_key or self._fail_key(ps, groups))
         return False
+
+    @staticmethod
+    def _fail_key(ps: PodState, groups: Sequence[topo.Group]) -> tuple[object, ...]:
+        return (ps.signature, ps.selector_key, tuple(ps.request.tolist()), tuple(g.id for g in groups),
+                ps.pod.host_ports)  # fmt: skip
 
     def class_after(self, ps: PodState, cid: int) -> int:
         """The class a node of class `cid` becomes with this pod, or -1 (taints or requirements)."""
@@ -316,13 +328,14 @@ class Solver:
                     after[cid] = c2
         if not after:
             return False
-        ok = np.zeros(len(t.classes), dtype=bool)
-        ok[list(after)] = True
-        mask = ok[t.cls[:n]]
-        mask &= t.target[:n]
+        key = (tuple(after), t.layout)  # nodes that may take the pod, before fit and hostname topology
+        if self._class_mask[0] != key:
+            ok = np.zeros(len(t.classes), dtype=bool)
+            ok[list(after)] = True
+            self._class_mask = (key, ok[t.cls[:n]] & t.target[:n])
+        mask = self._class_mask[1] & t.fits(ps.request, n)
         for group in host:
             mask &= self.topology.host_mask(group, ps, n)
-        mask &= t.fits(ps.request, n)
         if ps.pod.host_ports:
             for row in np.flatnonzero(mask):
                 mask[row] = t.ports_free(int(row), ps.pod.host_ports)

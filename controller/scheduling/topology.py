@@ -220,14 +220,21 @@ class Topology:
 
     # -- queries -------------------------------------------------------------------------------
 
-    def constraining(self, ps: PodState) -> list[Group]:
-        """Groups the pod owns plus inverse groups that select it (spec §5.7)."""
+    def _inverse(self, ps: PodState) -> list[Group]:
         inverse = self._inverse_selecting.get(ps.selector_key)
         if inverse is None:
             namespace, labels = ps.pod.namespace, ps.pod.labels
             inverse = [g for g in self.groups if g.inverse and g.selects(namespace, labels)]
             self._inverse_selecting[ps.selector_key] = inverse
-        return [*self._owned.get(ps.index, ()), *inverse]
+        return inverse
+
+    def constraining(self, ps: PodState) -> list[Group]:
+        """Groups the pod owns plus inverse groups that select it (spec §5.7)."""
+        return [*self._owned.get(ps.index, ()), *self._inverse(ps)]
+
+    def involves(self, ps: PodState) -> bool:
+        """Whether any group constrains or counts the pod (`constraining` or `counting` non-empty)."""
+        return bool(self._owned.get(ps.index)) or bool(self._inverse(ps)) or bool(self.counting(ps))
 
     def counting(self, ps: PodState) -> list[Group]:
         """Groups (not inverse) whose selector counts this pod."""
