@@ -67,10 +67,15 @@ class PodState:
         self.index = index
         self.pod = pod
         self.request = request
+        # (most pods have none of these: skip the sorts then)
         self.required: list[tuple[Requirement, ...]] = list(pod.required_terms)
-        self.preferred = sorted(pod.preferred_terms, key=lambda wt: -wt[0])
-        self.preferred_affinity: list[PodAffinityTerm] = sorted(pod.preferred_pod_affinity, key=lambda t: -t.weight)
-        self.preferred_anti: list[PodAffinityTerm] = sorted(pod.preferred_pod_anti_affinity, key=lambda t: -t.weight)
+        self.preferred = sorted(pod.preferred_terms, key=lambda wt: -wt[0]) if pod.preferred_terms else []
+        self.preferred_affinity: list[PodAffinityTerm] = (
+            sorted(pod.preferred_pod_affinity, key=lambda t: -t.weight) if pod.preferred_pod_affinity else []
+        )
+        self.preferred_anti: list[PodAffinityTerm] = (
+            sorted(pod.preferred_pod_anti_affinity, key=lambda t: -t.weight) if pod.preferred_pod_anti_affinity else []
+        )
         self.spread: list[TopologySpreadConstraint] = list(pod.topology_spread)
         self.tolerations: tuple[Toleration, ...] = pod.tolerations
         # (namespace, labels) decide which topology groups count this pod

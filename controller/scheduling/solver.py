@@ -40,6 +40,29 @@ def type_table(types: tuple[InstanceType, ...], resources: tuple[str, ...]) -> T
     return TypeTable(types, resources)
 
 
+def universe(
+    provisioners: Sequence[ProvisionerSpec], tables: Sequence[TypeTable], cache: dict[str, set[str]], key: str
+) -> set[str]:
+    """Every value a topology key can take on nodes the provisioners could launch (spec §5.3)."""
+    found = cache.get(key)
+    if found is not None:
+        return found
+    out: set[str] = set()
+    for p, table in zip(provisioners, tables, strict=True):
+        mine = p.requirements.get(key)
+        if mine is not None and not mine.complement:
+            out |= mine.values
+        if key in INSTANCE_TYPE_KEYS:
+            for it in table.types:
+                theirs = it.requirements.get(key)
+                if theirs is not None:
+                    both = theirs if mine is None else theirs.intersection(mine)
+                    if not both.complement:
+                        out |= both.values
+    cache[key] = out
+    return out
+
+
 class Solver:
     """One scheduling decision's working state."""
 
@@ -57,7 +80,11 @@ class Solver:
         self.table = NodeTable(len(self.resources), max(64, 2 * len(inp.nodes)))
         self.templates = [self.table.node_class(i, p.taints, p.requirements) for i, p in enumerate(self.provisioners)]
         self._universe_cache: dict[str, set[str]] = {}
-        self.topology = topo.Topology(self._universe, self.table.capacity)
+        # not the bound method `self._universe`: a cycle through it would keep every solve's
+        # state alive until the garbage collector's next full pass
+        self.topology = topo.Topology(
+            functools.partial(universe, self.provisioners, self.tables, self._universe_cache), self.table.capacity
+        )
         self.remaining, self.limit_cap, self.limit_masks = self._limits()
         self.states: list[PodState] = []
         self.unschedulable: dict[str, str] = {}
@@ -103,26 +130,6 @@ class Solver:
 
     def _template_daemons(self, p: ProvisionerSpec) -> np.ndarray:
         return self._daemons_for(p.taints, p.requirements)
-
-    def _universe(self, key: str) -> set[str]:
-        """Every value a topology key can take on nodes the provisioners could launch (spec §5.3)."""
-        found = self._universe_cache.get(key)
-        if found is not None:
-            return found
-        out: set[str] = set()
-        for p, table in zip(self.provisioners, self.tables, strict=True):
-            mine = p.requirements.get(key)
-            if mine is not None and not mine.complement:
-                out |= mine.values
-            if key in INSTANCE_TYPE_KEYS:
-                for it in table.types:
-                    theirs = it.requirements.get(key)
-                    if theirs is not None:
-                        both = theirs if mine is None else theirs.intersection(mine)
-                        if not both.complement:
-                            out |= both.values
-        self._universe_cache[key] = out
-        return out
 
     def _limits(self) -> tuple[list[dict[str, int]], list[np.ndarray], list[np.ndarray]]:
         remaining, caps, masks = [], [], []

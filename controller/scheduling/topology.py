@@ -194,7 +194,7 @@ class Topology:
             group.owners.discard(ps.index)
         pod = ps.pod
         owned = []
-        node_filter = ps.node_filter()
+        node_filter = ps.node_filter() if ps.spread else ()
         for c in ps.spread:
             spec = (SPREAD, c.topology_key, frozenset({pod.namespace}), False, c.selector, c.max_skew, c.min_domains,
                     node_filter, False)  # fmt: skip

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 from controller.core.labels import ARCH, HOSTNAME, PROVISIONER_NAME
 from controller.core.taints import Taint
+from controller.scheduling.solver import Solver
+from controller.scheduling.types import SchedulingInput
 from tests.builders.scheduling import (
     make_instance_type,
     make_node,
@@ -14,6 +19,7 @@ from tests.builders.scheduling import (
     placements,
     reason,
     run,
+    spread,
     term,
 )
 
@@ -175,3 +181,20 @@ def test_the_same_input_gives_the_same_answer() -> None:
 def test_an_in_flight_node_uses_its_instance_types_expected_allocatable() -> None:
     launching = make_node("launching", instance_type="m.xlarge", cpu="0", memory="0", pods=0, initialized=False)
     assert node_of(run([make_pod("p", cpu="3")], nodes=[launching]), "p") == "launching"
+
+
+def test_a_solve_is_freed_as_soon_as_it_is_dropped() -> None:
+    # no reference cycle through the solver: its per-pod state goes with it, without waiting for
+    # (and slowing down) the garbage collector's passes
+    web = {"app": "web"}
+    pods = [make_pod(f"w{i}", labels=web, spread=[spread("topology.kubernetes.io/zone", web)]) for i in range(6)]
+    inp = SchedulingInput(pods=pods, provisioners=[make_provisioner()], instance_types=[make_instance_type()])
+    gc.disable()
+    try:
+        solver = Solver(inp)
+        solver.solve()
+        dropped = weakref.ref(solver)
+        del solver
+        assert dropped() is None
+    finally:
+        gc.enable()
