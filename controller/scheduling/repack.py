@@ -29,17 +29,13 @@ def node_price(solver: Solver, j: int) -> float:
     return chosen[3] if chosen is not None else float("inf")
 
 
-def _free(solver: Solver, ps: PodState) -> bool:
-    return not ps.pod.host_ports and not solver.topology.involves(ps)
-
-
 def pools(solver: Solver) -> list[tuple[NodeClass, list[int]]]:
     """Per node class, the new nodes whose pods are all interchangeable (provisioners with
     limits left out: Karpenter's limit accounting is per node as first computed)."""
     t = solver.table
     found: dict[int, list[int]] = {}
     for j in range(t.n):
-        if t.new[j] and t.pods[j] and all(_free(solver, ps) for ps in t.pods[j]):
+        if t.new[j] and t.pods[j] and all(solver.interchangeable(ps) for ps in t.pods[j]):
             found.setdefault(int(t.cls[j]), []).append(j)
     return [
         (t.classes[cid], nodes)

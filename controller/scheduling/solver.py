@@ -93,6 +93,7 @@ class Solver:
         self._fails: set[tuple[object, ...]] = set()  # keys of pods that failed at `_fails_version`
         self._fails_version = -1
         self._class_mask: tuple[object, np.ndarray] = ((), np.zeros(0, dtype=bool))
+        self._interchangeable: dict[int, bool] = {}  # by pod index, asked after the solve only
         self._topology_cache: dict[tuple[object, ...], int] = {}
         self._tightened_cache: dict[tuple[int, tuple[Requirement, ...]], int] = {}
         self.version = 0
@@ -316,6 +317,15 @@ class Solver:
             self._tightened_cache[key] = found
         return found
 
+    def interchangeable(self, ps: PodState) -> bool:
+        """Whether moving the pod between new nodes of one class changes no other pod's
+        constraints: it has no host ports and no topology group owns, selects or counts it."""
+        found = self._interchangeable.get(ps.index)
+        if found is None:
+            found = not ps.pod.host_ports and not self.topology.involves(ps)
+            self._interchangeable[ps.index] = found
+        return found
+
     def class_types(self, cls: NodeClass) -> np.ndarray:
         if cls.types is None:
             cls.types = self.tables[cls.provisioner].compatible(cls.requirements, cls.signature)
@@ -360,11 +370,14 @@ class Solver:
             if order[k] == _NEVER:
                 return False
             j = existing + k
-            node_cls = self.table.classes[after[int(t.cls[j])]]
+            cid = int(t.cls[j])
+            node_cls = self.table.classes[after[cid]]
             table = self.tables[node_cls.provisioner]
             options = t.options[j]
             assert options is not None
-            keep = options & self.class_types(node_cls) & table.fits(t.used[j] + ps.request)
+            keep = options & table.fits(t.used[j] + ps.request)
+            if node_cls.id != cid:  # the options are within the node's class's types already
+                keep &= self.class_types(node_cls)
             if keep.any():
                 self._accept(ps, j, node_cls.id, keep)
                 return True
