@@ -62,7 +62,11 @@ class PodState:
     )
 
     def __init__(
-        self, index: int, pod: PodRequest, request: np.ndarray, cache: dict[object, Requirements] | None = None
+        self,
+        index: int,
+        pod: PodRequest,
+        request: np.ndarray,
+        cache: dict[object, tuple[Requirements, frozenset[Requirement]]] | None = None,
     ) -> None:
         self.index = index
         self.pod = pod
@@ -84,15 +88,17 @@ class PodState:
         self.signature: tuple[object, ...] = ()
         self._recompute(cache)
 
-    def _recompute(self, cache: dict[object, Requirements] | None = None) -> None:
-        key = (tuple(self.pod.node_selector.items()), tuple(self.required[:1]), tuple(self.preferred[:1]))
-        reqs = cache.get(key) if cache is not None else None
-        if reqs is None:
+    def _recompute(self, cache: dict[object, tuple[Requirements, frozenset[Requirement]]] | None = None) -> None:
+        selector = self.pod.node_selector
+        key = (tuple(selector.items()) if selector else (), tuple(self.required[:1]), tuple(self.preferred[:1]))
+        found = cache.get(key) if cache is not None else None
+        if found is None:
             reqs = pod_requirements(self.pod.node_selector, self.required, self.preferred)
+            found = (reqs, frozenset(reqs.values()))
             if cache is not None:
-                cache[key] = reqs
-        self.requirements = reqs  # shared between identical pods: never mutated
-        self.signature = (frozenset(reqs.values()), self.tolerations)
+                cache[key] = found
+        self.requirements = found[0]  # shared between identical pods: never mutated
+        self.signature = (found[1], self.tolerations)
 
     @property
     def key(self) -> str:

@@ -35,13 +35,11 @@ def pools(solver: Solver) -> list[tuple[NodeClass, list[int]]]:
     t = solver.table
     found: dict[int, list[int]] = {}
     for j in range(t.n):
-        if t.new[j] and t.pods[j] and all(solver.interchangeable(ps) for ps in t.pods[j]):
+        if not t.new[j] or not t.pods[j] or solver.provisioners[t.provisioner[j]].limits:
+            continue
+        if all(solver.interchangeable(ps) for ps in t.pods[j]):
             found.setdefault(int(t.cls[j]), []).append(j)
-    return [
-        (t.classes[cid], nodes)
-        for cid, nodes in found.items()
-        if not solver.provisioners[t.classes[cid].provisioner].limits
-    ]
+    return [(t.classes[cid], nodes) for cid, nodes in found.items()]
 
 
 def improve(solver: Solver) -> None:

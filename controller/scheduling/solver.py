@@ -94,6 +94,8 @@ class Solver:
         self._fails_version = -1
         self._class_mask: tuple[object, np.ndarray] = ((), np.zeros(0, dtype=bool))
         self._interchangeable: dict[int, bool] = {}  # by pod index, asked after the solve only
+        # by pod signature: (table layout, `_classes_after` then) for pods without zone-like topology
+        self._after: dict[object, tuple[int, dict[int, int], np.ndarray | None]] = {}
         self._topology_cache: dict[tuple[object, ...], int] = {}
         self._tightened_cache: dict[tuple[int, tuple[Requirement, ...]], int] = {}
         self.version = 0
@@ -156,7 +158,7 @@ class Solver:
 
     def _existing_nodes(self) -> None:
         by_name = {p.name: i for i, p in enumerate(self.provisioners)}
-        batch_keys = {p.key for p in self.batch}
+        batch_keys = {p.key for p in self.batch} if self.inp.nodes else set()
         nodes = sorted(self.inp.nodes, key=lambda n: (n.creation_timestamp, n.name))
         for node in nodes:
             prov = by_name.get(node.provisioner_name or "")
@@ -200,23 +202,21 @@ class Solver:
         return tuple(t for t in node.taints if not is_ephemeral(t) and t not in startup)
 
     def _pods(self) -> None:
-        order = sorted(
-            range(len(self.batch)),
-            key=lambda i: (
-                -self.batch[i].requests.get(CPU, 0),
-                -self.batch[i].requests.get(MEMORY, 0),
-                self.batch[i].creation_timestamp,
-                self.batch[i].uid,
-                i,
-            ),
-        )
-        requirement_cache: dict[object, Requirements] = {}
-        for i in order:
-            pod = self.batch[i]
+        batch = self.batch
+        keys = [(-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.creation_timestamp, p.uid, i)
+                for i, p in enumerate(batch)]  # fmt: skip
+        keys.sort()
+        resources = self.resources
+        # every request vector at once (one array, a row view per pod)
+        requests = np.array([[batch[k[4]].requests.get(r, 0) for r in resources] for k in keys], dtype=np.int64)
+        requests = requests.reshape(len(keys), len(resources))
+        requirement_cache: dict[object, tuple[Requirements, frozenset[Requirement]]] = {}
+        for row, key in enumerate(keys):
+            pod = batch[key[4]]
             if pod.ignore_reason:
                 self.unschedulable[pod.key] = f"ignored: {pod.ignore_reason}"
                 continue
-            ps = PodState(len(self.states), pod, self.vector(pod.requests), requirement_cache)
+            ps = PodState(len(self.states), pod, requests[row], requirement_cache)
             self.states.append(ps)
             self.topology.update(ps, first=True)
 
@@ -336,21 +336,17 @@ class Solver:
         n = t.n
         if n == 0 or not t.present:
             return False
-        after: dict[int, int] = {}
-        for cid in t.present:
-            c1 = self.class_after(ps, cid)
-            if c1 >= 0:
-                c2 = self.class_with_topology(ps, c1, other)
-                if c2 >= 0:
-                    after[cid] = c2
-        if not after:
+        # without zone-like topology, the classes a pod may join depend on its signature alone
+        cached = None if other else self._after.get(ps.signature)
+        if cached is not None and cached[0] == t.layout:
+            after, base = cached[1], cached[2]
+        else:
+            after, base = self._classes_after(ps, other)
+            if not other:
+                self._after[ps.signature] = (t.layout, after, base)
+        if base is None:
             return False
-        key = (tuple(after), t.layout)  # nodes that may take the pod, before fit and hostname topology
-        if self._class_mask[0] != key:
-            ok = np.zeros(len(t.classes), dtype=bool)
-            ok[list(after)] = True
-            self._class_mask = (key, ok[t.cls[:n]] & t.target[:n])
-        mask = self._class_mask[1] & t.fits(ps.request, n)
+        mask = base & t.fits(ps.request, n)
         for group in host:
             mask &= self.topology.host_mask(group, ps, n)
         if ps.pod.host_ports:
@@ -382,6 +378,26 @@ class Solver:
                 self._accept(ps, j, node_cls.id, keep)
                 return True
             order[k] = _NEVER
+
+    def _classes_after(self, ps: PodState, other: Sequence[topo.Group]) -> tuple[dict[int, int], np.ndarray | None]:
+        """For each class of target nodes the pod may join, the class the node becomes; and the
+        rows of those nodes (None when there are none)."""
+        t = self.table
+        after: dict[int, int] = {}
+        for cid in t.present:
+            c1 = self.class_after(ps, cid)
+            if c1 >= 0:
+                c2 = self.class_with_topology(ps, c1, other)
+                if c2 >= 0:
+                    after[cid] = c2
+        if not after:
+            return after, None
+        key = (tuple(after), t.layout)
+        if self._class_mask[0] != key:
+            ok = np.zeros(len(t.classes), dtype=bool)
+            ok[list(after)] = True
+            self._class_mask = (key, ok[t.cls[: t.n]] & t.target[: t.n])
+        return after, self._class_mask[1]
 
     def _place_on_new_node(self, ps: PodState, host: Sequence[topo.Group], other: Sequence[topo.Group]) -> bool:
         n = self.table.n
@@ -433,6 +449,7 @@ class Solver:
         if options is not None:
             t.narrow(j, options, self.tables[t.classes[cid].provisioner].alloc)
         t.pods[j].append(ps)
-        t.ports[j].update(ps.pod.host_ports)
+        if ps.pod.host_ports:
+            t.ports[j].update(ps.pod.host_ports)
         self.topology.record(ps, j, t.classes[cid].requirements)
 

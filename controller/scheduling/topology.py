@@ -190,6 +190,10 @@ class Topology:
 
     def update(self, ps: PodState, first: bool = False) -> None:
         """(Re)compute the groups a pod owns from its current constraints."""
+        pod = ps.pod
+        if first and not (ps.spread or pod.pod_affinity or ps.preferred_affinity or pod.pod_anti_affinity
+                          or ps.preferred_anti):  # fmt: skip
+            return  # owns nothing (most pods)
         for group in self._owned.get(ps.index, ()):
             group.owners.discard(ps.index)
         pod = ps.pod
