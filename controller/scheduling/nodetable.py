@@ -130,10 +130,7 @@ class NodeTable:
 
     def fits(self, request: np.ndarray, n: int) -> np.ndarray:
         """Rows [0, n) whose free capacity (upper bound for new nodes) holds the request."""
-        mask = self.free[0, :n] >= request[0]
-        for k in range(1, request.shape[0]):
-            mask &= self.free[k, :n] >= request[k]
-        return np.asarray(mask)
+        return np.asarray((self.free[:, :n] >= request[:, None]).all(axis=0))
 
     def set_class(self, i: int, cls: NodeClass) -> None:
         old = int(self.cls[i])

@@ -246,8 +246,8 @@ class Solver:
 
     def add(self, ps: PodState) -> bool:
         groups = self.topology.constraining(ps)
-        host = [g for g in groups if g.host]
-        other = [g for g in groups if not g.host]
+        host = [g for g in groups if g.host] if groups else groups
+        other = [g for g in groups if not g.host] if groups else groups
         # pods like one that failed since the last placement fail too; the key is built only then
         fail_key = None
         if self._fails_version == self.version:
@@ -353,14 +353,16 @@ class Solver:
             for row in np.flatnonzero(mask):
                 mask[row] = t.ports_free(int(row), ps.pod.host_ports)
         existing = t.existing
-        if existing and mask[:existing].any():
-            j = int(np.argmax(mask[:existing]))
-            self._accept(ps, j, after[int(t.cls[j])], None)
-            return True
-        if not mask[existing:].any():
+        if existing:
+            if mask[:existing].any():
+                j = int(np.argmax(mask[:existing]))
+                self._accept(ps, j, after[int(t.cls[j])], None)
+                return True
+            mask = mask[existing:]
+        if not mask.any():
             return False
         # in-flight nodes of this solve: fewest pods first, then oldest (spec §5.5 step 2)
-        order = np.where(mask[existing:], t.npods[existing:n], _NEVER)
+        order = np.where(mask, t.npods[existing:n], _NEVER)
         while True:
             k = int(np.argmin(order))
             if order[k] == _NEVER:
