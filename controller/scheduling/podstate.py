@@ -12,7 +12,8 @@ PreferNoSchedule taint) a toleration of PreferNoSchedule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,8 +24,8 @@ from controller.scheduling.types import PodAffinityTerm, PodRequest, TopologySpr
 
 def pod_requirements(
     node_selector: Mapping[str, str],
-    required: list[tuple[Requirement, ...]],
-    preferred: list[tuple[int, tuple[Requirement, ...]]],
+    required: Sequence[tuple[Requirement, ...]],
+    preferred: Sequence[tuple[int, tuple[Requirement, ...]]],
 ) -> Requirements:
     """nodeSelector ∩ the heaviest preferred term ∩ the first required term (spec §5.6)."""
     reqs = Requirements(Requirement.new(k, IN, [v]) for k, v in node_selector.items())
@@ -41,6 +42,16 @@ def requirements_of(pod: PodRequest) -> Requirements:
     """The requirements a pod starts with (used for daemonsets too)."""
     preferred = sorted(pod.preferred_terms, key=lambda wt: -wt[0])
     return pod_requirements(pod.node_selector, list(pod.required_terms), preferred)
+
+
+_T = TypeVar("_T")
+# (node selector, first required term, heaviest preferred term, tolerations) -> (requirements, signature)
+RequirementCache = dict[object, tuple[Requirements, tuple[object, ...]]]
+
+
+def _by_weight(items: tuple[_T, ...], weight: Callable[[_T], int]) -> tuple[_T, ...]:
+    """Heaviest first (a stable sort: ties keep their order)."""
+    return tuple(sorted(items, key=lambda item: -weight(item))) if len(items) > 1 else items
 
 
 class PodState:
@@ -66,21 +77,18 @@ class PodState:
         index: int,
         pod: PodRequest,
         request: np.ndarray,
-        cache: dict[object, tuple[Requirements, frozenset[Requirement]]] | None = None,
+        cache: RequirementCache | None = None,
     ) -> None:
         self.index = index
         self.pod = pod
         self.request = request
-        # (most pods have none of these: skip the sorts then)
-        self.required: list[tuple[Requirement, ...]] = list(pod.required_terms)
-        self.preferred = sorted(pod.preferred_terms, key=lambda wt: -wt[0]) if pod.preferred_terms else []
-        self.preferred_affinity: list[PodAffinityTerm] = (
-            sorted(pod.preferred_pod_affinity, key=lambda t: -t.weight) if pod.preferred_pod_affinity else []
-        )
-        self.preferred_anti: list[PodAffinityTerm] = (
-            sorted(pod.preferred_pod_anti_affinity, key=lambda t: -t.weight) if pod.preferred_pod_anti_affinity else []
-        )
-        self.spread: list[TopologySpreadConstraint] = list(pod.topology_spread)
+        # tuples, replaced (not mutated) when relaxed: most pods have none of these, and share
+        # the pod's own empty tuples
+        self.required: tuple[tuple[Requirement, ...], ...] = tuple(pod.required_terms)
+        self.preferred = _by_weight(pod.preferred_terms, lambda wt: wt[0])
+        self.preferred_affinity = _by_weight(pod.preferred_pod_affinity, lambda t: t.weight)
+        self.preferred_anti = _by_weight(pod.preferred_pod_anti_affinity, lambda t: t.weight)
+        self.spread: tuple[TopologySpreadConstraint, ...] = tuple(pod.topology_spread)
         self.tolerations: tuple[Toleration, ...] = pod.tolerations
         # (namespace, labels) decide which topology groups count this pod
         self.selector_key = (pod.namespace, tuple(sorted(pod.labels.items())))
@@ -88,17 +96,19 @@ class PodState:
         self.signature: tuple[object, ...] = ()
         self._recompute(cache)
 
-    def _recompute(self, cache: dict[object, tuple[Requirements, frozenset[Requirement]]] | None = None) -> None:
+    def _recompute(self, cache: RequirementCache | None = None) -> None:
         selector = self.pod.node_selector
-        key = (tuple(selector.items()) if selector else (), tuple(self.required[:1]), tuple(self.preferred[:1]))
+        key: object = self.tolerations  # the usual pod: no node selector, no node affinity
+        if selector or self.required or self.preferred:
+            key = (tuple(selector.items()), self.required[:1], self.preferred[:1], self.tolerations)
         found = cache.get(key) if cache is not None else None
         if found is None:
-            reqs = pod_requirements(self.pod.node_selector, self.required, self.preferred)
-            found = (reqs, frozenset(reqs.values()))
+            reqs = pod_requirements(selector, self.required, self.preferred)
+            found = (reqs, (frozenset(reqs.values()), self.tolerations))
             if cache is not None:
                 cache[key] = found
         self.requirements = found[0]  # shared between identical pods: never mutated
-        self.signature = (found[1], self.tolerations)
+        self.signature = found[1]
 
     @property
     def key(self) -> str:
@@ -125,20 +135,20 @@ class PodState:
 
     def _relax(self, tolerate_prefer_no_schedule: bool) -> str | None:
         if len(self.required) > 1:
-            self.required.pop(0)
+            self.required = self.required[1:]
             return "required node affinity term"
         if self.preferred_affinity:
-            self.preferred_affinity.pop(0)
+            self.preferred_affinity = self.preferred_affinity[1:]
             return "preferred pod affinity term"
         if self.preferred_anti:
-            self.preferred_anti.pop(0)
+            self.preferred_anti = self.preferred_anti[1:]
             return "preferred pod anti-affinity term"
         if self.preferred:
-            self.preferred.pop(0)
+            self.preferred = self.preferred[1:]
             return "preferred node affinity term"
         for i, constraint in enumerate(self.spread):
             if constraint.when_unsatisfiable == "ScheduleAnyway":
-                self.spread.pop(i)
+                self.spread = self.spread[:i] + self.spread[i + 1 :]
                 return "ScheduleAnyway topology spread"
         if tolerate_prefer_no_schedule and not any(
             t.operator == "Exists" and not t.key and t.effect in ("", PREFER_NO_SCHEDULE) for t in self.tolerations

@@ -26,7 +26,7 @@ from controller.core.taints import PREFER_NO_SCHEDULE, Taint, first_untolerated,
 from controller.scheduling import topology as topo
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
 from controller.scheduling.nodetable import NodeClass, NodeTable
-from controller.scheduling.podstate import PodState, requirements_of
+from controller.scheduling.podstate import PodState, RequirementCache, requirements_of
 from controller.scheduling.provisioners import by_weight
 from controller.scheduling.types import InstanceType, ProvisionerSpec, SchedulingInput, StateNode
 from controller.scheduling.typetable import TypeTable
@@ -210,7 +210,7 @@ class Solver:
         # every request vector at once (one array, a row view per pod)
         requests = np.array([[batch[k[4]].requests.get(r, 0) for r in resources] for k in keys], dtype=np.int64)
         requests = requests.reshape(len(keys), len(resources))
-        requirement_cache: dict[object, tuple[Requirements, frozenset[Requirement]]] = {}
+        requirement_cache: RequirementCache = {}
         for row, key in enumerate(keys):
             pod = batch[key[4]]
             if pod.ignore_reason:
