@@ -23,7 +23,8 @@ the per-bin model of `exact.solve_bins` has to rule out one by one:
 3. The residual problem: the nodes the first LP uses whole are kept, the integer master below
    (half the time left) places the rest.
 4. The integer master above over the generated patterns (capped at the counts, those another
-   one beats dropped), cut off at the best price so far. The free nodes (the per-bin model with
+   one beats dropped); the cheaper of its packing and the best so far is kept (an objective
+   cutoff made HiGHS slower to find better ones). The free nodes (the per-bin model with
    one bin per type, so without its symmetry) hold the leftovers no generated pattern fits
    well: the cheapest packings use those odd nodes. No MIP start is passed: highspy 1.16
    (presolve on) returned the start as optimal with an objective that did not match it.
@@ -40,7 +41,7 @@ import numpy as np
 from highspy._core import _Highs  # the bare solver: the Python wrapper prints a banner to stdout
 
 _EPS = 1e-9
-_GRID = 20_000  # largest per-type enumeration of the pricing knapsack before HiGHS takes over
+_GRID = 5_000  # largest per-type enumeration of the pricing knapsack before HiGHS takes over
 _ROUNDS = 60  # column-generation rounds per LP at most
 
 Bin = tuple[int, np.ndarray]  # (type index, pods per shape)
@@ -148,6 +149,9 @@ def _price(
         bound = np.where(useful, fit[t], 0)
         if not bound.any():
             continue
+        remaining = left()
+        if remaining is not None and remaining <= 0:
+            return out, False
         free = int(np.argmax(np.where(useful, bound, -1)))  # the shape taken greedily last
         others = [s for s in range(n_shapes) if s != free and bound[s] > 0]
         grid = 1
@@ -156,9 +160,6 @@ def _price(
             if grid > _GRID:
                 break
         if grid > _GRID:
-            remaining = left()
-            if remaining is not None and remaining <= 0:
-                return out, False
             out[t], optimal = _price_milp(shapes, usable[t], bound, duals, remaining)
             proved &= optimal
             continue
@@ -288,14 +289,14 @@ def solve_patterns(
         fixed_cost = sum(float(price[t]) for t, _ in fixed)
         residual = left()
         residual = None if residual is None else residual / 2
-        _, rest = _integer(shapes, demand, usable, price, cols, nodes, residual, best_cost - fixed_cost)
+        _, rest = _integer(shapes, demand, usable, price, cols, nodes, residual)
         cost = fixed_cost + sum(float(price[cheapest(take)]) for _, take in rest)
         if rest and cost < best_cost - _EPS:
             best_bins, best_cost = [*fixed, *[(cheapest(take), take) for _, take in rest]], cost
     status, bins = "time-limit", list[Bin]()
     remaining = left()
     if remaining is None or remaining > 0:
-        status, bins = _integer(shapes, counts, usable, price, cols, max_nodes, remaining, best_cost)
+        status, bins = _integer(shapes, counts, usable, price, cols, max_nodes, remaining)
     seconds = time.perf_counter() - began
     bins = [(cheapest(take), take) for _, take in bins]
     cost = sum(float(price[t]) for t, _ in bins)
@@ -366,7 +367,6 @@ def _integer(
     cols: _Columns,
     max_nodes: int | None,
     time_limit: float | None,
-    cutoff: float,
 ) -> tuple[str, list[Bin]]:
     """Step 3 of the module docstring: HiGHS's status and the bins of its best packing (or [])."""
     useful = _undominated(np.minimum(np.array(cols.takes), counts), price[np.array(cols.types)])
@@ -399,8 +399,6 @@ def _integer(
     h = _run(cost, upper, rows, True, time_limit)
     if h is None:
         return "error", []
-    if np.isfinite(cutoff):
-        h.setOptionValue("objective_bound", cutoff - 1e-7)  # only a cheaper packing is of use
     h.run()
     label = _label(h)
     if h.getInfo().primal_solution_status != 2:  # kSolutionStatusFeasible
