@@ -14,7 +14,8 @@ the per-bin model of `exact.solve_bins` has to rule out one by one:
 
 1. Column generation (Gilmore–Gomory) on the LP without free nodes: solve it over the patterns
    so far; for every type find the pattern of the most dual value (`_price`: an integer
-   knapsack, by enumeration over all but one shape, HiGHS when that grid is large); add those
+   knapsack, by enumerating the fitting counts of all but one shape, which then fills the rest,
+   HiGHS when there are too many; types whose fractional bound cannot pay are skipped); add those
    that beat their type's price, until none does — the LP is then optimal over every pattern
    and its value a lower bound on any packing (`Packing.bound`).
 2. A dive: fix the patterns the LP uses whole (else its largest fraction, once), each node on
@@ -41,7 +42,7 @@ import numpy as np
 from highspy._core import _Highs  # the bare solver: the Python wrapper prints a banner to stdout
 
 _EPS = 1e-9
-_GRID = 5_000  # largest per-type enumeration of the pricing knapsack before HiGHS takes over
+_GRID = 20_000  # most fitting count vectors the pricing enumerates per type before HiGHS takes over
 _ROUNDS = 60  # column-generation rounds per LP at most
 
 Bin = tuple[int, np.ndarray]  # (type index, pods per shape)
@@ -136,46 +137,78 @@ def _lp(
     return np.asarray(solution.col_value), np.maximum(np.asarray(solution.row_dual)[:n_shapes], 0.0)
 
 
+def _knapsack_bound(shapes: np.ndarray, usable: np.ndarray, bound: np.ndarray, duals: np.ndarray) -> float:
+    """An upper bound on the dual value one node of capacity `usable` holds (at most `bound[s]`
+    of each shape): the least, over resources, of that resource's fractional knapsack."""
+    best = float(bound @ duals)
+    for r in range(shapes.shape[1]):
+        weight = shapes[:, r].astype(np.float64)
+        value, room = 0.0, float(usable[r])
+        for s in np.argsort(-duals / np.maximum(weight, _EPS), kind="stable"):
+            if bound[s] <= 0 or duals[s] <= 0:
+                continue
+            take = float(bound[s]) if weight[s] <= 0 else min(float(bound[s]), room / weight[s])
+            value += take * duals[s]
+            room -= take * weight[s]
+            if room <= 0:
+                break
+        best = min(best, value)
+    return best
+
+
 def _price(
-    shapes: np.ndarray, usable: np.ndarray, fit: np.ndarray, duals: np.ndarray, left: Callable[[], float | None]
+    shapes: np.ndarray,
+    usable: np.ndarray,
+    price: np.ndarray,
+    fit: np.ndarray,
+    duals: np.ndarray,
+    left: Callable[[], float | None],
 ) -> tuple[np.ndarray, bool]:
     """Per type, the pattern (pods per shape, at most `fit`) of the largest dual value that fits
-    one node (types left when `left()`, seconds, runs out get none), and whether every one is proved best."""
+    one node — none for the types whose knapsack bound shows no pattern beats their price, nor
+    for those left when `left()` (seconds) runs out — and whether every one is proved best."""
     n_types, n_shapes = fit.shape
     out = np.zeros((n_types, n_shapes), dtype=np.int64)
     proved = True
     useful = duals > _EPS
     for t in range(n_types):
         bound = np.where(useful, fit[t], 0)
-        if not bound.any():
+        if not bound.any() or _knapsack_bound(shapes, usable[t], bound, duals) <= price[t] * (1 + 1e-7) + _EPS:
             continue
         remaining = left()
         if remaining is not None and remaining <= 0:
             return out, False
         free = int(np.argmax(np.where(useful, bound, -1)))  # the shape taken greedily last
-        others = [s for s in range(n_shapes) if s != free and bound[s] > 0]
-        grid = 1
-        for s in others:
-            grid *= int(bound[s]) + 1
-            if grid > _GRID:
-                break
-        if grid > _GRID:
+        others = [s for s in np.argsort(bound, kind="stable") if s != free and bound[s] > 0]
+        takes = _feasible(shapes, usable[t], bound, others)
+        if takes is None:
             out[t], optimal = _price_milp(shapes, usable[t], bound, duals, remaining)
             proved &= optimal
             continue
-        takes = np.zeros((grid, n_shapes), dtype=np.int64)
-        if others:
-            axes = np.meshgrid(*[np.arange(bound[s] + 1) for s in others], indexing="ij")
-            for s, axis in zip(others, axes, strict=True):
-                takes[:, s] = axis.reshape(-1)
         residual = usable[t][None, :] - takes @ shapes
-        ok = (residual >= 0).all(axis=1)
         positive = shapes[free] > 0
-        room = (np.maximum(residual[:, positive], 0) // shapes[free][positive]).min(axis=1)
+        room = (residual[:, positive] // shapes[free][positive]).min(axis=1)
         takes[:, free] = np.minimum(room, bound[free])
-        value = np.where(ok, takes @ duals, -np.inf)
-        out[t] = takes[int(np.argmax(value))]
+        out[t] = takes[int(np.argmax(takes @ duals))]
     return out, proved
+
+
+def _feasible(shapes: np.ndarray, usable: np.ndarray, bound: np.ndarray, others: list[int]) -> np.ndarray | None:
+    """Every count vector over the shapes `others` (at most `bound` each) that fits `usable`,
+    built shape by shape keeping only what fits; None past `_GRID` of them."""
+    takes = np.zeros((1, len(shapes)), dtype=np.int64)
+    residual = usable[None, :].astype(np.int64)
+    for s in others:
+        k = np.arange(int(bound[s]) + 1)
+        after = residual[:, None, :] - k[None, :, None] * shapes[s][None, None, :]
+        ok = (after >= 0).all(axis=2)
+        rows, counts = np.nonzero(ok)
+        if len(rows) > _GRID:
+            return None
+        takes = takes[rows]
+        takes[:, s] = counts
+        residual = after[rows, counts]
+    return takes
 
 
 def _price_milp(
@@ -261,7 +294,7 @@ def solve_patterns(
             if solved is None:
                 return None, 0.0, False
             lam, duals = solved
-            best, proved = _price(shapes, usable, capped, duals, left)
+            best, proved = _price(shapes, usable, price, capped, duals, left)
             gain = best @ duals - price
             added = [cols.add(int(t), best[t]) for t in np.flatnonzero(gain > price * 1e-7 + _EPS)]
             if not any(added):  # no pattern prices out: the LP is optimal over all of them
