@@ -260,8 +260,9 @@ class NewNode:
 class SchedulingSettings:
     """Knobs of one scheduling decision.
 
-    `exact_time_limit`: seconds HiGHS may spend (its own clock) on the near-optimal packing of
-    small pools (`exact.py`) per decision; 0 turns that pass off. `exact_max_bins`: the largest
+    `exact_time_limit`: seconds (wall clock: HiGHS's time limits and a monotonic timer) the
+    near-optimal packing of small pools (`exact.py`, `patterns.py`) may take per decision, every
+    pool included; 0 turns that pass off. `exact_max_bins`: the largest
     pool (nodes it may open) the pass takes on. `exact_more_nodes`: whether the pass may use
     more new nodes than the heuristic did — Karpenter's consolidators, which accept one
     replacement node at most, turn it off; karpy's repack consolidation keeps it on.
