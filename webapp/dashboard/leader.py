@@ -15,17 +15,23 @@ import logging
 import threading
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from controller.kube.client import Obj
 from controller.kube.errors import KubeError
-from controller.kube.resources import LEASES, PODS
-from webapp.dashboard.reader import KubeReads
+from controller.kube.resources import LEASES, PODS, Kind
 from webapp.settings import parse_lease
 
 log = logging.getLogger(__name__)
 
 
-def leader_url(kube: KubeReads, namespace: str, lease: str, fallback: str) -> str:
+class Gets(Protocol):
+    """All the locator reads: one object by name (`reader.ReadOnlyKube` is one)."""
+
+    def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj: ...
+
+
+def leader_url(kube: Gets, namespace: str, lease: str, fallback: str) -> str:
     """The leader's base URL, or `fallback` when it cannot be told (see the module doc)."""
     try:
         holder = str(((kube.get(LEASES, lease, namespace) or {}).get("spec") or {}).get("holderIdentity") or "")
@@ -51,7 +57,7 @@ class LeaderLocator:
 
     def __init__(
         self,
-        kube: KubeReads,
+        kube: Gets,
         lease: str,
         fallback: str,
         now: Callable[[], float],

@@ -31,12 +31,6 @@ class Reads:
         except KeyError:
             raise NotFoundError(f"{kind.name} {name} not found", 404) from None
 
-    def list(self, kind: Kind) -> Any:
-        raise NotImplementedError
-
-    def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Any:
-        raise NotImplementedError
-
 
 def cluster(holder: str = "karpy-controller-b", ip: str = "127.0.0.2") -> Reads:
     lease = {"spec": {"holderIdentity": holder}} if holder else {"spec": {}}
