@@ -3,6 +3,12 @@
 The first trigger opens a window; each further trigger extends it; it closes when no trigger
 came for `idle` seconds (1 s) or `max_duration` (10 s) passed since it opened. The provisioning
 job polls `ready()` on every tick, so no thread ever blocks on the window.
+
+A trigger may carry the moment its pod became provisionable (`at`, not later than now): pods
+that arrived while the previous pass was still launching and binding open the window — for its
+maximum — when they arrived, not when the job next looked (idle still counts from the
+sighting). karpy decision: Karpenter's batcher starts its window only once the previous pass
+has returned, so every long pass also delayed the next batch by its own length.
 """
 
 from __future__ import annotations
@@ -18,11 +24,11 @@ class Batcher:
         self._opened: float | None = None
         self._last: float = 0.0
 
-    def trigger(self) -> None:
+    def trigger(self, at: float | None = None) -> None:
         now = self._clock.now()
-        if self._opened is None:
-            self._opened = now
-        self._last = now
+        when = now if at is None else min(at, now)
+        self._opened = when if self._opened is None else min(self._opened, when)
+        self._last = now  # idle counts from when a pod was seen (arrival times have 1 s precision)
 
     @property
     def open(self) -> bool:

@@ -96,6 +96,7 @@ class ProvisioningController:
         self.batcher = Batcher(clock, self.settings.batch_idle_seconds, self.settings.batch_max_seconds)
         self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
         self._last_try: dict[str, float] = {}
+        self._batch_taken = 0.0  # when the last batch's snapshot was taken
         self._templates: dict[str, AWSNodeTemplate | None] = {}
         self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
 
@@ -109,6 +110,7 @@ class ProvisioningController:
             return None
         self.batcher.reset()
         snap = self.state.snapshot()
+        self._batch_taken = snap.now
         cands = candidates(snap)
         for pod, why in cands.ignored:
             self.decisions.record_once(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
@@ -117,11 +119,18 @@ class ProvisioningController:
         return self._provision(snap, cands)
 
     def _trigger(self, cands: Candidates, now: float) -> None:
+        """Open or extend the batch window for pods seen for the first time (from when
+        kube-scheduler marked them, but not before the last batch was taken) and for pods whose
+        retry is due (now)."""
         keys = set()
         for pod in (*cands.pending, *cands.rescheduled):
             keys.add(pod.key)
             last = self._last_try.get(pod.key)
-            if last is None or now - last >= self.settings.retry_seconds:
+            if last is None:
+                self._last_try[pod.key] = now
+                since = pod.unschedulable_since
+                self.batcher.trigger(max(since, self._batch_taken) if since else None)
+            elif now - last >= self.settings.retry_seconds:
                 self._last_try[pod.key] = now
                 self.batcher.trigger()
         for key in [k for k in self._last_try if k not in keys]:

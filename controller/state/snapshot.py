@@ -52,6 +52,7 @@ class PodView:
     tolerates_unschedulable: bool
     request: PodRequest | None
     obj: Obj = field(repr=False)
+    unschedulable_since: float = 0.0  # that condition's lastTransitionTime (0: not marked or unknown)
 
     @cached_property  # read for every pod by every pass: computed once per view
     def key(self) -> str:

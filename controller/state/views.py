@@ -161,10 +161,13 @@ def pod_view(obj: Obj) -> PodView:
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") or not owner_kind:
             owner_kind = str(ref.get("kind") or "")
-    unschedulable = any(
-        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-        for c in status.get("conditions") or []
-    )
+    marked = [
+        c for c in status.get("conditions") or []
+        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+    ]  # fmt: skip
+    unschedulable = bool(marked)
+    stamp = marked[0].get("lastTransitionTime") if marked else None
+    since = (parse_timestamp(stamp) or 0.0) if isinstance(stamp, str) else 0.0
     tolerates = any(
         (t.get("operator") == "Exists" and not t.get("key"))
         or (t.get("key") == UNSCHEDULABLE_TAINT_KEY and t.get("effect") in ("", None, "NoSchedule"))
@@ -193,6 +196,7 @@ def pod_view(obj: Obj) -> PodView:
         tolerates_unschedulable=tolerates,
         request=request,
         obj=obj,
+        unschedulable_since=since,
     )
 
 

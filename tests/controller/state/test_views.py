@@ -67,6 +67,16 @@ def test_a_pending_pod_is_provisionable_and_a_daemonset_or_bound_one_is_not() ->
     assert pod_view(make_pod("d", owner_kind="DaemonSet")).is_daemonset
 
 
+def test_a_pod_remembers_when_kube_scheduler_marked_it_unschedulable() -> None:
+    pod = make_pod("p")
+    pod["status"]["conditions"][0]["lastTransitionTime"] = "2027-01-15T08:00:00Z"
+    assert pod_view(pod).unschedulable_since == 1_800_000_000.0
+    pod["status"]["conditions"][0]["lastTransitionTime"] = 12  # not a timestamp: unknown, still readable
+    view = pod_view(pod)
+    assert view.unschedulable and view.unschedulable_since == 0.0 and view.request is not None
+    assert pod_view(make_pod("q", node="n1")).unschedulable_since == 0.0
+
+
 def test_a_pod_that_cannot_be_read_has_no_request_instead_of_raising() -> None:
     view = pod_view(make_pod("bad", cpu="lots"))
     assert view.request is None and view.key == "default/bad"
