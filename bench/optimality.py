@@ -143,9 +143,7 @@ def consolidate(
     settings = DeprovisioningSettings(validation_wait_seconds=0)
     counter = len(nodes)
     for step in range(100):
-        infos = tuple(
-            NodeInfo(state, T0, {}, tuple(PodInfo(p) for p in state.pods)) for state, _ in nodes.values()
-        )
+        infos = tuple(NodeInfo(state, T0, {}, tuple(PodInfo(p) for p in state.pods)) for state, _ in nodes.values())
         snap = Snapshot(T0 + timedelta(hours=1), infos, {info.name: info}, daemonsets=tuple(daemons))
         decision = decide(snap, None, schedule, settings)
         command = decision.execute

@@ -37,8 +37,11 @@ CREATE, RENEW, ACQUIRE, WAIT = "create", "renew", "acquire", "wait"
 def lease_record(lease: Mapping[str, Any] | None) -> tuple[str, str, str]:
     """What changes on every renewal: holder, renewTime, transitions (as text)."""
     spec = (lease or {}).get("spec") or {}
-    return (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""),
-            str(spec.get("leaseTransitions") or ""))
+    return (
+        str(spec.get("holderIdentity") or ""),
+        str(spec.get("renewTime") or ""),
+        str(spec.get("leaseTransitions") or ""),
+    )
 
 
 def decide(lease: Mapping[str, Any] | None, identity: str, now: float, observed_at: float, duration: float) -> str:

@@ -120,8 +120,12 @@ class GuardedThreadWorker(ThreadWorker):  # type: ignore[misc]
         sock.setblocking(False)
         if self.cfg.is_ssl:
             context = gsock.ssl_context(self.cfg)
-            sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False,
-                                       suppress_ragged_eofs=self.cfg.suppress_ragged_eofs)
+            sock = context.wrap_socket(
+                sock,
+                server_side=True,
+                do_handshake_on_connect=False,
+                suppress_ragged_eofs=self.cfg.suppress_ragged_eofs,
+            )
         conn.sock = _BufferedSocket(sock)
         conn.parser = http.RequestParser(self.cfg, conn.sock, conn.client)
 

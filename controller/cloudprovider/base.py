@@ -109,8 +109,6 @@ class CloudProvider(Protocol):
     ) -> tuple[InstanceType, ...]: ...
 
 
-
-
 class UnavailableOfferings:
     """The insufficient-capacity cache: offerings that failed recently, for `ttl` seconds each.
 

@@ -35,9 +35,7 @@ def new_candidate(node: NodeInfo, snapshot: Snapshot) -> Candidate | None:
         return None
     if node.marked_for_deletion or not node.state.initialized or node.nominated:
         return None
-    offering = next(
-        (o for o in instance_type.offerings if o.zone == zone and o.capacity_type == capacity_type), None
-    )
+    offering = next((o for o in instance_type.offerings if o.zone == zone and o.capacity_type == capacity_type), None)
     return Candidate(
         node=node,
         provisioner=provisioner,

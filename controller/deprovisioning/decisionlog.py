@@ -17,9 +17,7 @@ def _extra(cmd: Command) -> dict[str, object]:
     return {
         "method": cmd.deprovisioner,
         "nodes": list(cmd.node_names),
-        "replacements": [
-            r.launch.instance_type.name if r.launch is not None else r.name for r in cmd.replacements
-        ],
+        "replacements": [r.launch.instance_type.name if r.launch is not None else r.name for r in cmd.replacements],
     }
 
 

@@ -49,8 +49,9 @@ def simulate(
     if any(c.node.marked_for_deletion for c in cands):
         return None
     moving: list[PodRequest] = [p.request for c in cands for p in c.pods]
-    moving += [p.request for n in snapshot.nodes if n.marked_for_deletion and n.name not in names
-               for p in n.reschedulable_pods]
+    moving += [
+        p.request for n in snapshot.nodes if n.marked_for_deletion and n.name not in names for p in n.reschedulable_pods
+    ]
     remaining = [n for n in snapshot.nodes if n.name not in names and not n.marked_for_deletion]
     result = scheduler(
         SchedulingInput(

@@ -28,7 +28,6 @@ Scheduler = Callable[[SchedulingInput], SchedulingResult]
 """The pure scheduler (`controller.scheduling.scheduler.schedule`), injected for simulations."""
 
 
-
 @dataclass(frozen=True, eq=False)
 class PodInfo:
     """A pod bound to a node: its scheduling view plus what disruption decisions read."""

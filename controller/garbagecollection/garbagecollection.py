@@ -65,9 +65,7 @@ class PlanInput:
 def plan(snap: Snapshot, instances: Sequence[Instance], given: PlanInput) -> Plan:
     """Pure: what to terminate and which nodes to delete this pass."""
     known = {n.provider_id for n in snap.nodes.values() if n.provider_id}
-    leaked = tuple(
-        i for i in instances if i.provider_id not in known and given.now - i.created_at > given.leak_seconds
-    )
+    leaked = tuple(i for i in instances if i.provider_id not in known and given.now - i.created_at > given.leak_seconds)
     alive = {i.provider_id for i in instances}
     missing = sorted(
         (n.name, n.provider_id)

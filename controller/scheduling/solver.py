@@ -454,4 +454,3 @@ class Solver:
         if ps.pod.host_ports:
             t.ports[j].update(ps.pod.host_ports)
         self.topology.record(ps, j, t.classes[cid].requirements)
-

@@ -47,8 +47,12 @@ CATALOG = (SMALL, MEDIUM, LARGE)
 
 
 def make_provisioner(
-    name: str = "default", *, consolidation: bool = False, ttl_empty: int | None = None,
-    ttl_expired: int | None = None, capacity_types: Sequence[str] | None = None,
+    name: str = "default",
+    *,
+    consolidation: bool = False,
+    ttl_empty: int | None = None,
+    ttl_expired: int | None = None,
+    capacity_types: Sequence[str] | None = None,
     instance_types: Sequence[InstanceType] = CATALOG,
 ) -> ProvisionerInfo:
     reqs = Requirements([Requirement.new(L.PROVISIONER_NAME, IN, [name])])
@@ -57,47 +61,84 @@ def make_provisioner(
         reqs.add(Requirement.new(L.CAPACITY_TYPE, IN, capacity_types))
         wire = ({"key": L.CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)},)
     prov = Provisioner(
-        name=name, consolidation_enabled=consolidation, ttl_seconds_after_empty=ttl_empty,
-        ttl_seconds_until_expired=ttl_expired, requirements=wire,
+        name=name,
+        consolidation_enabled=consolidation,
+        ttl_seconds_after_empty=ttl_empty,
+        ttl_seconds_until_expired=ttl_expired,
+        requirements=wire,
     )
     return ProvisionerInfo(prov, ProvisionerSpec(name=name, requirements=reqs), tuple(instance_types))
 
 
 def make_pod(
-    name: str, cpu: float = 1.0, *, namespace: str = "default", annotations: Mapping[str, str] | None = None,
-    priority: int = 0, owner_kind: str = "ReplicaSet", labels: Mapping[str, str] | None = None,
-    terminal: bool = False, deleting: bool = False,
+    name: str,
+    cpu: float = 1.0,
+    *,
+    namespace: str = "default",
+    annotations: Mapping[str, str] | None = None,
+    priority: int = 0,
+    owner_kind: str = "ReplicaSet",
+    labels: Mapping[str, str] | None = None,
+    terminal: bool = False,
+    deleting: bool = False,
 ) -> PodInfo:
     req = PodRequest(
-        namespace=namespace, name=name, requests={"cpu": int(cpu * 1000), "pods": 1},
-        labels=dict(labels or {"app": "web"}), owner_kind=owner_kind, terminal=terminal,
+        namespace=namespace,
+        name=name,
+        requests={"cpu": int(cpu * 1000), "pods": 1},
+        labels=dict(labels or {"app": "web"}),
+        owner_kind=owner_kind,
+        terminal=terminal,
     )
     return PodInfo(req, dict(annotations or {}), priority, deleting)
 
 
 def make_node(
-    name: str, instance_type: InstanceType = MEDIUM, *, pods: Iterable[PodInfo] = (), provisioner: str = "default",
-    capacity_type: str = L.CAPACITY_TYPE_ON_DEMAND, zone: str = ZONE_A, created: datetime = T0,
-    annotations: Mapping[str, str] | None = None, initialized: bool = True, nominated: bool = False,
-    deleting: bool = False, marked_for_deletion: bool = False, labels: Mapping[str, str] | None = None,
+    name: str,
+    instance_type: InstanceType = MEDIUM,
+    *,
+    pods: Iterable[PodInfo] = (),
+    provisioner: str = "default",
+    capacity_type: str = L.CAPACITY_TYPE_ON_DEMAND,
+    zone: str = ZONE_A,
+    created: datetime = T0,
+    annotations: Mapping[str, str] | None = None,
+    initialized: bool = True,
+    nominated: bool = False,
+    deleting: bool = False,
+    marked_for_deletion: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> NodeInfo:
     pod_list = tuple(pods)
     node_labels = {
-        L.PROVISIONER_NAME: provisioner, L.CAPACITY_TYPE: capacity_type, L.ZONE: zone,
-        L.INSTANCE_TYPE: instance_type.name, L.HOSTNAME: name,
+        L.PROVISIONER_NAME: provisioner,
+        L.CAPACITY_TYPE: capacity_type,
+        L.ZONE: zone,
+        L.INSTANCE_TYPE: instance_type.name,
+        L.HOSTNAME: name,
     }
     if labels is not None:
         node_labels = dict(labels)
     state = StateNode(
-        name=name, labels=node_labels, allocatable=instance_type.allocatable, capacity=dict(instance_type.capacity),
-        pods=tuple(p.request for p in pod_list), initialized=initialized, marked_for_deletion=marked_for_deletion,
+        name=name,
+        labels=node_labels,
+        allocatable=instance_type.allocatable,
+        capacity=dict(instance_type.capacity),
+        pods=tuple(p.request for p in pod_list),
+        initialized=initialized,
+        marked_for_deletion=marked_for_deletion,
     )
     return NodeInfo(state, created, dict(annotations or {}), pod_list, deleting, nominated)
 
 
 def make_snapshot(
-    nodes: Iterable[NodeInfo], provisioners: Iterable[ProvisionerInfo] | None = None, *, now: datetime = T0,
-    pdbs: Iterable[DisruptionBudget] = (), pending: Iterable[PodRequest] = (), consolidated: bool = False,
+    nodes: Iterable[NodeInfo],
+    provisioners: Iterable[ProvisionerInfo] | None = None,
+    *,
+    now: datetime = T0,
+    pdbs: Iterable[DisruptionBudget] = (),
+    pending: Iterable[PodRequest] = (),
+    consolidated: bool = False,
 ) -> Snapshot:
     provs = list(provisioners) if provisioners is not None else [make_provisioner()]
     return Snapshot(now, tuple(nodes), {p.name: p for p in provs}, tuple(pdbs), tuple(pending), (), consolidated)

@@ -83,15 +83,23 @@ def test_renders_the_same_bytes_every_time(helm: Path) -> None:
 
 def test_webhooks(helm: Path) -> None:
     docs = render(helm)
-    for kind, path in (("MutatingWebhookConfiguration/defaulting.webhook.karpy.sh", "/webhooks/mutate"),
-                       ("ValidatingWebhookConfiguration/validation.webhook.karpy.sh", "/webhooks/validate")):
+    for kind, path in (
+        ("MutatingWebhookConfiguration/defaulting.webhook.karpy.sh", "/webhooks/mutate"),
+        ("ValidatingWebhookConfiguration/validation.webhook.karpy.sh", "/webhooks/validate"),
+    ):
         [hook] = docs[kind]["webhooks"]
-        assert hook["clientConfig"]["service"] == {"name": "karpy-webhook", "namespace": "karpy", "path": path,
-                                                   "port": 443}
+        assert hook["clientConfig"]["service"] == {
+            "name": "karpy-webhook",
+            "namespace": "karpy",
+            "path": path,
+            "port": 443,
+        }
         assert "caBundle" not in hook["clientConfig"]  # the webapp sets it
         assert (hook["failurePolicy"], hook["sideEffects"], hook["timeoutSeconds"]) == ("Fail", "None", 10)
         assert {(r["apiGroups"][0], r["resources"][0]) for r in hook["rules"]} == {
-            ("karpenter.sh", "provisioners"), ("karpenter.k8s.aws", "awsnodetemplates")}
+            ("karpenter.sh", "provisioners"),
+            ("karpenter.k8s.aws", "awsnodetemplates"),
+        }
         assert all(r["operations"] == ["CREATE", "UPDATE"] for r in hook["rules"])
 
 
@@ -121,7 +129,10 @@ def test_pod_posture(helm: Path, component: str) -> None:
     [container] = spec["containers"]
     sc = container["securityContext"]
     assert (sc["readOnlyRootFilesystem"], sc["allowPrivilegeEscalation"], sc["capabilities"]) == (
-        True, False, {"drop": ["ALL"]})
+        True,
+        False,
+        {"drop": ["ALL"]},
+    )
     assert container["livenessProbe"] and container["readinessProbe"] and container["resources"]["requests"]
     assert docs[f"PodDisruptionBudget/karpy-{component}"]["spec"]["maxUnavailable"] == 1
 

@@ -75,9 +75,7 @@ def undocumented(text: str) -> list[str]:
     """Values with no `# --` comment on themselves or on an ancestor."""
     keys = {r.key for r in documented(text)}
     return [
-        leaf
-        for leaf in leaves(yaml.safe_load(text))
-        if not any(leaf == k or leaf.startswith(k + ".") for k in keys)
+        leaf for leaf in leaves(yaml.safe_load(text)) if not any(leaf == k or leaf.startswith(k + ".") for k in keys)
     ]
 
 

@@ -37,7 +37,12 @@ def test_build_wires_one_job_per_controller() -> None:
     app = build(Settings(), kube=FakeKube(clock), cloud=FakeCloudProvider(clock=clock), clock=clock)
     names = [j.controller.name for j in app.jobs]
     assert names == [
-        "provisioning", "counter", "node.initialization", "node.termination", "garbagecollection", "deprovisioning"
+        "provisioning",
+        "counter",
+        "node.initialization",
+        "node.termination",
+        "garbagecollection",
+        "deprovisioning",
     ]
 
 

@@ -45,7 +45,6 @@ HOOKS = {"mutatingwebhookconfiguration": "defaulting.webhook.karpy.sh",
 PATHS = {"mutatingwebhookconfiguration": "/webhooks/mutate", "validatingwebhookconfiguration": "/webhooks/validate"}
 
 
-
 def foreign_crd(group: str, kind: str, version: str = "v1") -> dict[str, Any]:
     """Another operator's kind, structure only: what a cluster using `serviceMonitor.enabled`
     (Prometheus operator) or `webhook.certManager.enabled` (cert-manager) already has."""
@@ -400,9 +399,7 @@ def test_least_privilege(installed: LocalCluster) -> None:
     assert all(SECRET in line or "webhookconfigurations" in line for line in writes), writes
 
 
-def test_upgrade_keeps_the_certificate_and_uninstall_leaves_only_the_crds(
-    running: Running, helm: Helm
-) -> None:
+def test_upgrade_keeps_the_certificate_and_uninstall_leaves_only_the_crds(running: Running, helm: Helm) -> None:
     cluster = running.cluster
     before = secret_data(cluster)
     for kind, name in HOOKS.items():  # undo the test's URL routing; the caBundle the webapp set stays

@@ -9,8 +9,12 @@ import yaml
 
 from karpy.cli import main
 
-PROVISIONER = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "default"},
-               "spec": {}}
+PROVISIONER = {
+    "apiVersion": "karpenter.sh/v1alpha5",
+    "kind": "Provisioner",
+    "metadata": {"name": "default"},
+    "spec": {},
+}
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -52,8 +56,19 @@ def test_certs_generate_into_a_file_is_refused(capsys: pytest.CaptureFixture[str
 
 
 def test_certs_generate_still_works(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _ = run(capsys, "certs", "generate", "--dir", str(tmp_path), "--host", "127.0.0.1", "--days", "1",
-                  "--host", "karpy-webhook.karpy.svc")
+    code, _ = run(
+        capsys,
+        "certs",
+        "generate",
+        "--dir",
+        str(tmp_path),
+        "--host",
+        "127.0.0.1",
+        "--days",
+        "1",
+        "--host",
+        "karpy-webhook.karpy.svc",
+    )
     assert code == 0 and (tmp_path / "tls.crt").exists()
 
 
@@ -67,8 +82,12 @@ def simulate(capsys: pytest.CaptureFixture[str], tmp_path: Path, pods: bytes) ->
 
 def deployment(replicas: int) -> bytes:
     container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}
-    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-           "spec": {"replicas": replicas, "template": {"spec": {"containers": [container]}}}}
+    doc = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "template": {"spec": {"containers": [container]}}},
+    }
     return yaml.safe_dump(doc).encode()
 
 

@@ -129,9 +129,7 @@ def test_renewed_certificate_files_are_served_without_a_restart(tmp_path: Path) 
         wait_until(lambda: _served(port) is not None, 30, "webapp", proc)
         first = _served(port)
         generate(tmp_path / "certs", ["127.0.0.1"])
-        new = x509.load_pem_x509_certificate(paths.cert.read_bytes()).public_bytes(
-            serialization.Encoding.DER
-        )
+        new = x509.load_pem_x509_certificate(paths.cert.read_bytes()).public_bytes(serialization.Encoding.DER)
         assert new != first
         wait_until(lambda: _served(port) == new, 30, "the renewed certificate served", proc)
         assert proc.poll() is None

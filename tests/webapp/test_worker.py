@@ -34,21 +34,30 @@ CLIENT_TIMEOUT = 1.0  # what a normal review is allowed
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, Path]]:
     tmp = tmp_path_factory.mktemp("webapp-soak")
     subprocess.run(
-        [sys.executable, "-m", "karpy", "certs", "generate", "--dir", str(tmp / "certs"),
-         "--host", "127.0.0.1"],
+        [sys.executable, "-m", "karpy", "certs", "generate", "--dir", str(tmp / "certs"), "--host", "127.0.0.1"],
         check=True,
         capture_output=True,
     )
     port = free_port()
     proc = karpy(
-        ["webapp", "--cert-dir", str(tmp / "certs"), "--port", str(port), "--host", "127.0.0.1",
-         "--request-timeout", str(REQUEST_TIMEOUT)],
+        [
+            "webapp",
+            "--cert-dir",
+            str(tmp / "certs"),
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--request-timeout",
+            str(REQUEST_TIMEOUT),
+        ],
         tmp / "webapp.log",
     )
     ca = tmp / "certs" / "ca.crt"
     try:
-        wait_until(lambda: requests.get(f"https://127.0.0.1:{port}/healthz", verify=str(ca), timeout=1).ok, 30,
-                   "webapp", proc)
+        wait_until(
+            lambda: requests.get(f"https://127.0.0.1:{port}/healthz", verify=str(ca), timeout=1).ok, 30, "webapp", proc
+        )
         yield "127.0.0.1", port, ca
     finally:
         stop(proc)
@@ -56,8 +65,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
 
 def review_body(uid: str) -> bytes:
     obj = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": uid}, "spec": {}}
-    request = {"uid": uid, "operation": "CREATE", "object": obj,
-               "kind": {"group": "karpenter.sh", "version": "v1alpha5", "kind": "Provisioner"}}
+    request = {
+        "uid": uid,
+        "operation": "CREATE",
+        "object": obj,
+        "kind": {"group": "karpenter.sh", "version": "v1alpha5", "kind": "Provisioner"},
+    }
     return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
 
 
@@ -91,8 +104,13 @@ def normal_reviews(url: str, ca: Path, count: int, prefix: str) -> list[str]:
         uid = f"{prefix}-{i}"
         try:
             with requests.Session() as session:
-                resp = session.post(f"{url}/webhooks/mutate", data=review_body(uid), verify=str(ca),
-                                    timeout=CLIENT_TIMEOUT, headers={"Content-Type": "application/json"})
+                resp = session.post(
+                    f"{url}/webhooks/mutate",
+                    data=review_body(uid),
+                    verify=str(ca),
+                    timeout=CLIENT_TIMEOUT,
+                    headers={"Content-Type": "application/json"},
+                )
             if resp.status_code != 200 or resp.json()["response"]["uid"] != uid:
                 failed.append(uid)
         except requests.RequestException:
@@ -117,8 +135,13 @@ def test_reviews_are_answered_in_time_under_50_stalled_connections(server: tuple
             thread.join()
         with requests.Session() as session:  # kept alive, as the API server does
             for i in range(10):
-                resp = session.post(f"{url}/webhooks/validate", data=review_body(f"k-{i}"), verify=str(ca),
-                                    timeout=CLIENT_TIMEOUT, headers={"Content-Type": "application/json"})
+                resp = session.post(
+                    f"{url}/webhooks/validate",
+                    data=review_body(f"k-{i}"),
+                    verify=str(ca),
+                    timeout=CLIENT_TIMEOUT,
+                    headers={"Content-Type": "application/json"},
+                )
                 assert resp.json()["response"]["uid"] == f"k-{i}"
         assert failures == []
         started = time.monotonic()
@@ -134,7 +157,7 @@ def test_reviews_are_answered_in_time_under_50_stalled_connections(server: tuple
         (b"POST / HTTP/1.1\r\nHost: x\r\n", False),
         (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", True),
         (b"POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n{}", False),
-        (b"POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n{\"\"}", True),
+        (b'POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n{""}', True),
         (b"POST / HTTP/1.1\r\nContent-Length: nope\r\n\r\n", True),  # gunicorn answers 400
         (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n", False),
         (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", True),

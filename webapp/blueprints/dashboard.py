@@ -68,7 +68,7 @@ def _bar(u: dict[str, float], kind: str) -> Markup:
     """requested/allocatable as a <meter> and its text; built here, not in a macro, because the
     nodes table draws three per row (numbers only, so nothing needs escaping)."""
     fmt: Callable[[float], str] = {"cpu": common.fmt_cpu, "memory": common.fmt_bytes}.get(kind, _count)
-    text = f'{fmt(u["requested"])}/{fmt(u["allocatable"])} ({u["fraction"] * 100:.0f}%)'
+    text = f"{fmt(u['requested'])}/{fmt(u['allocatable'])} ({u['fraction'] * 100:.0f}%)"
     return Markup(
         f'<span class="bar"><meter min="0" max="1" low="0.8" high="0.95" optimum="0" value="{u["bar"]}"></meter>'
         f'<span class="barlabel">{text}</span></span>'

@@ -48,8 +48,12 @@ def test_an_80_kb_review_answers_a_bounded_denial() -> None:
         "metadata": {"name": "p"},
         "spec": {"requirements": [{"key": key, "operator": "In", "values": ["!"] * 10_000}]},
     }
-    request = {"uid": "u", "operation": "CREATE", "object": obj,
-               "kind": {"group": "karpenter.sh", "version": "v1alpha5", "kind": "Provisioner"}}
+    request = {
+        "uid": "u",
+        "operation": "CREATE",
+        "object": obj,
+        "kind": {"group": "karpenter.sh", "version": "v1alpha5", "kind": "Provisioner"},
+    }
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}).encode()
     assert len(body) < 100_000
     status, answer = review(body, mutate=False)

@@ -81,13 +81,15 @@ def test_compatible_needs_known_custom_keys() -> None:
 
 
 def test_labels_pick_deterministic_values_for_custom_keys_only() -> None:
-    reqs = Requirements.from_wire([
-        {"key": "team", "operator": "In", "values": ["b", "a"]},
-        {"key": "counter", "operator": "Exists"},
-        {"key": "shard", "operator": "Gt", "values": ["4"]},
-        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-        {"key": "gone", "operator": "DoesNotExist"},
-    ])
+    reqs = Requirements.from_wire(
+        [
+            {"key": "team", "operator": "In", "values": ["b", "a"]},
+            {"key": "counter", "operator": "Exists"},
+            {"key": "shard", "operator": "Gt", "values": ["4"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "gone", "operator": "DoesNotExist"},
+        ]
+    )
     assert reqs.labels() == {"team": "a", "counter": "0", "shard": "5"}
 
 

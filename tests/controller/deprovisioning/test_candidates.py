@@ -136,6 +136,4 @@ def test_order_is_cheapest_disruption_first_then_creation_then_name() -> None:
         make_node("idle-early", pods=[make_pod("d")], created=at(1)),
     ]
     snap = make_snapshot(nodes)
-    assert [c.name for c in by_disruption_cost(candidates(snap, lambda c: True))] == [
-        "idle-early", "idle-late", "busy"
-    ]
+    assert [c.name for c in by_disruption_cost(candidates(snap, lambda c: True))] == ["idle-early", "idle-late", "busy"]

@@ -26,8 +26,11 @@ ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
 
 
 def test_empty_nodes_are_deleted_together() -> None:
-    nodes = [make_node("e1"), make_node("e2", pods=[make_pod("ds", owner_kind="DaemonSet")]),
-             make_node("busy", pods=[make_pod("a")])]
+    nodes = [
+        make_node("e1"),
+        make_node("e2", pods=[make_pod("ds", owner_kind="DaemonSet")]),
+        make_node("busy", pods=[make_pod("a")]),
+    ]
     out = EmptyNodeConsolidation().compute(make_snapshot(nodes, ON_DEMAND), schedule)
     assert out.command is not None and out.command.reason == "consolidation/delete"
     assert out.command.node_names == ("e1", "e2")
@@ -66,8 +69,9 @@ def test_multi_node_needs_two_candidates() -> None:
 
 
 def test_multi_node_skips_blocked_nodes() -> None:
-    nodes = [make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", labels={"app": f"a{i}"})], created=at(i))
-             for i in range(3)]
+    nodes = [
+        make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", labels={"app": f"a{i}"})], created=at(i)) for i in range(3)
+    ]
     snap = make_snapshot(nodes, ON_DEMAND, pdbs=[make_pdb(allowed=0, app="a0")])
     out = MultiNodeConsolidation().compute(snap, schedule)
     assert out.command is not None and "n0" not in out.command.node_names

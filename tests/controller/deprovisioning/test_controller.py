@@ -98,9 +98,10 @@ def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
     world.reconcile(step=3)
     assert world.deleting() == ["n1"]
     assert world.metric("karpenter_nodes_terminated", reason="emptiness/delete", provisioner="default") == 1
-    assert world.metric(
-        "karpenter_deprovisioning_actions_performed", action="emptiness/delete", deprovisioner="emptiness"
-    ) == 1
+    assert (
+        world.metric("karpenter_deprovisioning_actions_performed", action="emptiness/delete", deprovisioner="emptiness")
+        == 1
+    )
     assert any(e["reason"] == "DeprovisioningTerminating" for e in world.kube.events)
 
 
@@ -155,9 +156,14 @@ def test_replacement_is_ready_before_the_old_node_goes() -> None:
     assert L.TERMINATION_FINALIZER in new["metadata"]["finalizers"]
     world.reconcile(step=2)
     assert world.deleting() == []  # the replacement is not initialized yet
-    world.kube.patch(NODES, new["metadata"]["name"], {
-        "metadata": {"labels": {L.INITIALIZED: "true"}}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}
-    })
+    world.kube.patch(
+        NODES,
+        new["metadata"]["name"],
+        {
+            "metadata": {"labels": {L.INITIALIZED: "true"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        },
+    )
     world.reconcile(step=2)
     assert world.deleting() == ["big"]
     assert world.metric("karpenter_nodes_created", reason="consolidation/replace", provisioner="default") == 1
@@ -325,7 +331,9 @@ def test_every_command_is_in_the_decision_log_with_its_prices_before_and_after()
     world.reconcile()
     (decision,) = world.controller.decisions.recent()
     assert (decision.controller, decision.action, decision.subject) == (
-        "deprovisioning", "consolidation/replace", "node/big"
+        "deprovisioning",
+        "consolidation/replace",
+        "node/big",
     )
     assert decision.reason.startswith("consolidation: replace, terminating 1 machines big/large")
     assert decision.price_before == pytest.approx(0.40)

@@ -61,8 +61,10 @@ def test_a_command_invalidated_during_the_wait_is_dropped() -> None:
     nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
     first = _pass(make_snapshot(nodes, ALL_ON, now=at(0)))
     assert first.pending is not None
-    crowded = [make_node("n1", LARGE, pods=[make_pod("a")]),
-               make_node("n2", MEDIUM, pods=[make_pod("b"), make_pod("c", cpu=3)])]
+    crowded = [
+        make_node("n1", LARGE, pods=[make_pod("a")]),
+        make_node("n2", MEDIUM, pods=[make_pod("b"), make_pod("c", cpu=3)]),
+    ]
     later = _pass(make_snapshot(crowded, ALL_ON, now=at(20)), first.pending)
     assert later.execute is None and later.pending is None
     assert later.dropped.startswith("command is no longer valid")

@@ -14,14 +14,14 @@ NOW = DeprovisioningSettings(validation_wait_seconds=0)
 
 
 def _provisioner(**kw: object) -> object:
-    return make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=tuple(CATALOG.values()),
-                            **kw)  # type: ignore[arg-type]
+    return make_provisioner(
+        consolidation=True, capacity_types=["on-demand"], instance_types=tuple(CATALOG.values()), **kw
+    )  # type: ignore[arg-type]
 
 
 def test_half_empty_nodes_become_fewer_and_cheaper() -> None:
     nodes = [
-        make_node(f"n{i}", CATALOG["m5.xlarge"], zone="us-west-2a", pods=[make_pod(f"p{i}", cpu=0.5)])
-        for i in range(3)
+        make_node(f"n{i}", CATALOG["m5.xlarge"], zone="us-west-2a", pods=[make_pod(f"p{i}", cpu=0.5)]) for i in range(3)
     ]
     decision = decide(make_snapshot(nodes, [_provisioner()]), None, schedule, NOW)  # type: ignore[list-item]
     cmd = decision.execute

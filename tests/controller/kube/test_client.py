@@ -118,7 +118,9 @@ def test_reads_and_writes_go_to_the_resource_paths_with_the_token(api: tuple[Api
     kube.patch(NODES, "n1", {"spec": {"unschedulable": True}}, subresource="status")
     assert (listed.resource_version, [o["metadata"]["name"] for o in listed.items]) == ("42", ["n1"])
     assert [(s.method, s.path) for s in server.seen] == [
-        ("GET", "/api/v1/nodes"), ("GET", "/api/v1/namespaces/ns/pods/p"), ("PATCH", "/api/v1/nodes/n1/status")
+        ("GET", "/api/v1/nodes"),
+        ("GET", "/api/v1/namespaces/ns/pods/p"),
+        ("PATCH", "/api/v1/nodes/n1/status"),
     ]
     assert server.seen[0].headers["Authorization"] == "Bearer s3cret"
     assert server.seen[2].headers["Content-Type"] == "application/merge-patch+json"
@@ -132,16 +134,19 @@ def test_bind_and_evict_post_their_subresources(api: tuple[ApiServer, KubeClient
     kube.bind("ns", "p", "n1")
     kube.evict("ns", "p")
     bind, evict = server.seen
-    assert (bind.path, bind.body["target"]) == ("/api/v1/namespaces/ns/pods/p/binding", {
-        "apiVersion": "v1", "kind": "Node", "name": "n1"
-    })
+    assert (bind.path, bind.body["target"]) == (
+        "/api/v1/namespaces/ns/pods/p/binding",
+        {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    )
     assert (evict.path, evict.body["kind"], evict.body["apiVersion"]) == (
-        "/api/v1/namespaces/ns/pods/p/eviction", "Eviction", "policy/v1"
+        "/api/v1/namespaces/ns/pods/p/eviction",
+        "Eviction",
+        "policy/v1",
     )
 
 
 STATUSES = {
-    "404 not found": (404, {"reason": "NotFound", "message": "nodes \"x\" not found"}, NotFoundError),
+    "404 not found": (404, {"reason": "NotFound", "message": 'nodes "x" not found'}, NotFoundError),
     "409 already exists": (409, {"reason": "AlreadyExists", "message": "exists"}, AlreadyExistsError),
     "409 conflict": (409, {"reason": "Conflict", "message": "changed"}, ConflictError),
     "410 gone": (410, {"reason": "Expired", "message": "too old"}, GoneError),

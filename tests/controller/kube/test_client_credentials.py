@@ -41,7 +41,8 @@ class FakeAPIServer:
                     return
                 ok = auth.lower() == f"bearer {outer.token}"
                 body = json.dumps(
-                    {"kind": "Node", "metadata": {"name": "n1"}} if ok
+                    {"kind": "Node", "metadata": {"name": "n1"}}
+                    if ok
                     else {"kind": "Status", "reason": "Unauthorized", "message": "Unauthorized"}
                 ).encode()
                 self.send_response(200 if ok else 401)
@@ -78,12 +79,18 @@ def other() -> Iterator[FakeAPIServer]:
 
 def kubeconfig(tmp_path: Path, server: str, token_file: Path) -> Path:
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {"tokenFile": str(token_file)}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"tokenFile": str(token_file)}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     return path
 
 

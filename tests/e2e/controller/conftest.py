@@ -136,28 +136,28 @@ class KarpyEnv:
     ) -> dict[str, Any]:
         meta = pod.pop("metadata", {})
         return {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {
-                    "replicas": replicas,
-                    "selector": {"matchLabels": {"app": name}},
-                    "template": {
-                        "metadata": {"labels": {"app": name}, **meta},
-                        "spec": {
-                            "terminationGracePeriodSeconds": 0,
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "nginx",
-                                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                                }
-                            ],
-                            **pod,
-                        },
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {
+                    "metadata": {"labels": {"app": name}, **meta},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 0,
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "nginx",
+                                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                            }
+                        ],
+                        **pod,
                     },
                 },
-            }
+            },
+        }
 
     def scale(self, name: str, replicas: int) -> None:
         self.kube.patch(DEPLOYMENTS, name, {"spec": {"replicas": replicas}}, self.namespace)

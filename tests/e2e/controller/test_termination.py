@@ -13,7 +13,6 @@ from tests.e2e.controller.conftest import KarpyEnv, wait_for
 pytestmark = pytest.mark.e2e
 
 
-
 def one_node_with(karpy: KarpyEnv, app: str, replicas: int, **pod: object) -> str:
     karpy.provisioner()
     karpy.start()

@@ -31,7 +31,6 @@ from tests.e2e.deprovisioning.conftest import FAST
 pytestmark = pytest.mark.e2e
 
 
-
 # helpers -------------------------------------------------------------------------------------
 
 
