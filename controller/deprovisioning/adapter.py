@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from controller.core.timestamps import to_datetime
 from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
 from controller.scheduling.types import InstanceType
-from controller.scheduling.workloads import daemonset_pods
 from controller.state.snapshot import NodeView, PodView
 from controller.state.snapshot import Snapshot as StateSnapshot
 
@@ -58,7 +57,7 @@ def deprovisioning_snapshot(
         if p.selector is not None
     )
     pending = tuple(p.request for p in state.pending_pods() if p.request is not None and not p.request.ignore_reason)
-    daemonsets = tuple(daemonset_pods(state.daemonsets))
+    daemonsets = state.daemonset_pods
     return Snapshot(
         now=to_datetime(state.now),
         nodes=nodes,

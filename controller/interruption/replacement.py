@@ -10,8 +10,7 @@ on the other nodes that are initialized, schedulable and not themselves going aw
 from __future__ import annotations
 
 from controller.scheduling.scheduler import schedule
-from controller.scheduling.types import SchedulingInput
-from controller.scheduling.workloads import daemonset_pods
+from controller.state.schedulinginput import scheduling_input
 from controller.state.snapshot import Snapshot
 
 
@@ -27,7 +26,7 @@ def replacement_missing(snap: Snapshot, node_name: str) -> str:
         n.state_node() for n in snap.nodes.values()
         if n.name != node_name and n.initialized and not n.unschedulable and not n.marked_for_deletion
     ]  # fmt: skip
-    result = schedule(SchedulingInput(pods, (), {}, others, daemonset_pods(snap.daemonsets)))
+    result = schedule(scheduling_input(snap, pods, others))
     if not result.unschedulable:
         return ""
     keys = sorted(result.unschedulable)

@@ -37,15 +37,14 @@ from controller.kube.resources import NODES
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
-from controller.provisioning.decide import Candidates, candidates, scheduling_input
 from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
-from controller.scheduling.workloads import daemonset_pods
 from controller.state.cluster import ClusterState
+from controller.state.schedulinginput import Provisionable, provisionable, provisioning_input
 from controller.state.snapshot import PodView, Snapshot
 
 log = logging.getLogger(__name__)
@@ -105,25 +104,25 @@ class ProvisioningController:
         if not snap.synced:
             return None
         self._release_stale(snap)
-        self._trigger(candidates(snap), snap.now)
+        self._trigger(provisionable(snap), snap.now)
         if not self.batcher.ready():
             return None
         self.batcher.reset()
         snap = self.state.snapshot()
         self._batch_taken = snap.now
-        cands = candidates(snap)
-        for pod, why in cands.ignored:
+        found = provisionable(snap)
+        for pod, why in found.ignored:
             self.decisions.record_once(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
-        if not cands.pending and not cands.rescheduled:
+        if not found.pending and not found.rescheduled:
             return None
-        return self._provision(snap, cands)
+        return self._provision(snap, found)
 
-    def _trigger(self, cands: Candidates, now: float) -> None:
+    def _trigger(self, found: Provisionable, now: float) -> None:
         """Open or extend the batch window for pods seen for the first time (from when
         kube-scheduler marked them, but not before the last batch was taken) and for pods whose
         retry is due (now)."""
         keys = set()
-        for pod in (*cands.pending, *cands.rescheduled):
+        for pod in (*found.pending, *found.rescheduled):
             keys.add(pod.key)
             last = self._last_try.get(pod.key)
             if last is None:
@@ -136,11 +135,13 @@ class ProvisioningController:
         for key in [k for k in self._last_try if k not in keys]:
             del self._last_try[key]
 
-    def _provision(self, snap: Snapshot, cands: Candidates) -> Outcome:
+    def _provision(self, snap: Snapshot, found: Provisionable) -> Outcome:
         outcome = Outcome()
         by_provisioner = instance_types_for(snap, self.cloud)
         self._templates = by_provisioner.templates
-        inp = scheduling_input(snap, cands, by_provisioner.types, SchedulingSettings(self.settings.max_instance_types))
+        inp = provisioning_input(
+            snap, found, by_provisioner.types, SchedulingSettings(self.settings.max_instance_types)
+        )
         started = time.monotonic()
         result = schedule(inp)
         SCHEDULING_DURATION.observe(time.monotonic() - started)
@@ -149,7 +150,7 @@ class ProvisioningController:
             len(inp.pods), len(result.new_nodes), sum(len(v) for v in result.existing_assignments.values()),
             len(result.unschedulable),
         )  # fmt: skip
-        pending = {p.key: p for p in cands.pending}
+        pending = {p.key: p for p in found.pending}
         missing = "; ".join(by_provisioner.missing[n] for n in sorted(by_provisioner.missing))
         for key, why in result.unschedulable.items():
             if missing:  # a Provisioner without its AWSNodeTemplate could not be considered
@@ -203,7 +204,7 @@ class ProvisioningController:
         if held:
             # Bind against the cluster as it is now, not as the plan saw it; then release every
             # held node at once, so kube-scheduler sees all the batch's new domains together.
-            ctx = BindContext.of(self.state.snapshot(), daemonset_pods(snap.daemonsets))
+            ctx = BindContext.of(self.state.snapshot(), snap.daemonset_pods)
             outcome.bound += self._bind(ctx, dict(held))
             for node_name, _ in held:
                 self._release(node_name)

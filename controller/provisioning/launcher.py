@@ -30,12 +30,20 @@ from controller.kube.client import Kube
 from controller.kube.errors import AlreadyExistsError, KubeError
 from controller.kube.resources import NODES
 from controller.metrics import CLOUDPROVIDER_DURATION, NODES_CREATED
-from controller.provisioning.decide import limit_exceeded
 from controller.provisioning.nodes import node_object
 from controller.scheduling.types import NewNode, ProvisionerSpec
 from controller.state.cluster import ClusterState
 
 log = logging.getLogger(__name__)
+
+
+def limit_exceeded(limits: Mapping[str, int], usage: Mapping[str, int], adding: Mapping[str, int]) -> str:
+    """Why launching `adding` would exceed the provisioner's limits ("" when it would not)."""
+    for resource, limit in sorted(limits.items()):
+        total = usage.get(resource, 0) + adding.get(resource, 0)
+        if total > limit:
+            return f"{resource} resource usage of {total} exceeds limit of {limit}"
+    return ""
 
 
 class LaunchError(Exception):

@@ -21,6 +21,8 @@ from typing import Any
 
 from controller.clock import Clock
 from controller.kube.resources import AWSNODETEMPLATES, DAEMONSETS, NODES, PDBS, PODS, PROVISIONERS, WATCHED
+from controller.scheduling.types import PodRequest
+from controller.scheduling.workloads import daemonset_pods
 from controller.state.snapshot import NodeView, Obj, PodView, Snapshot
 from controller.state.views import node_view, pdb_view, pod_view, provisioner_view
 
@@ -58,6 +60,7 @@ class ClusterState:
         self._kinds = tuple(kinds)
         self._objects: dict[str, dict[str, Obj]] = {k: {} for k in self._kinds}
         self._views: dict[str, dict[str, tuple[str, Any]]] = {k: {} for k in self._kinds}
+        self._ds_pods: tuple[tuple[tuple[str, str], ...], tuple[PodRequest, ...]] | None = None
         self._listed: set[str] = set()
         self._in_flight: dict[str, tuple[float, Obj]] = {}
         self._bindings: dict[str, tuple[str, float]] = {}
@@ -162,16 +165,27 @@ class ClusterState:
                 k: self._view(PROVISIONERS.name, k, o) for k, o in self._objects.get(PROVISIONERS.name, {}).items()
             }
             pdbs = tuple(self._view(PDBS.name, k, o) for k, o in self._objects.get(PDBS.name, {}).items())
+            daemonsets = tuple(self._objects.get(DAEMONSETS.name, {}).values())
             return Snapshot(
                 synced=self._listed.issuperset(self._kinds),
                 now=now,
                 pods=pods,
                 nodes=nodes,
                 provisioners=provisioners,
-                daemonsets=tuple(self._objects.get(DAEMONSETS.name, {}).values()),
+                daemonsets=daemonsets,
                 pdbs=pdbs,
                 awsnodetemplates=dict(self._objects.get(AWSNODETEMPLATES.name, {})),
+                daemonset_pods=self._daemonset_pods(daemonsets),
             )
+
+    def _daemonset_pods(self, daemonsets: tuple[Obj, ...]) -> tuple[PodRequest, ...]:
+        """The DaemonSets' pod templates, converted again only when a DaemonSet changed."""
+        versions = tuple(
+            (object_key(d), str((d.get("metadata") or {}).get("resourceVersion") or id(d))) for d in daemonsets
+        )
+        if self._ds_pods is None or self._ds_pods[0] != versions:
+            self._ds_pods = (versions, tuple(daemonset_pods(daemonsets)))
+        return self._ds_pods[1]
 
     def _index_pods(self) -> None:
         """Bring the pod views and the per-node index up to date with the changed pods."""

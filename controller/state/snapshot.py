@@ -13,7 +13,8 @@ resourceVersion and shared between snapshots.
 - `ProvisionerView` — the raw object, the loaded `Provisioner`/`ProvisionerSpec` (or the load
   error), and `status.resources`.
 - `PdbView` — a PodDisruptionBudget's selector and `disruptionsAllowed`.
-- `Snapshot` — all of the above plus `synced` (every watch has listed).
+- `Snapshot` — all of the above plus `synced` (every watch has listed) and the DaemonSets' pod
+  templates (`daemonset_pods`, converted once per snapshot).
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ class PodView:
     @property
     def critical(self) -> bool:
         return self.priority_class_name in CRITICAL_PRIORITY_CLASSES
+
+    @property
+    def priority(self) -> int:
+        """`spec.priority` as admission resolved it (0 when absent or unreadable)."""
+        spec = self.obj.get("spec")
+        value = spec.get("priority") if isinstance(spec, Mapping) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     @property
     def provisionable(self) -> bool:
@@ -211,6 +219,14 @@ class Snapshot:
     daemonsets: tuple[Obj, ...] = ()
     pdbs: tuple[PdbView, ...] = ()
     awsnodetemplates: Mapping[str, Obj] = field(default_factory=dict)
+    daemonset_pods: tuple[PodRequest, ...] = ()
+    """Each readable DaemonSet's pod template (`scheduling.workloads.daemonset_pods`), converted
+    once by `ClusterState` for every reader of the snapshot."""
+
+    def valid_provisioners(self) -> list[ProvisionerView]:
+        """The Provisioners that loaded and are not being deleted, by name: the ones a decision may
+        launch for."""
+        return [v for _, v in sorted(self.provisioners.items()) if v.spec is not None and not v.deleting]
 
     def pending_pods(self) -> list[PodView]:
         """Provisionable pods, oldest first then by name (karpy's stable order)."""

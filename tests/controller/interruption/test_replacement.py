@@ -11,8 +11,8 @@ from controller.events import EventRecorder
 from controller.interruption.controller import InterruptionController, Replacements
 from controller.interruption.replacement import replacement_missing
 from controller.kube.resources import NODES, PODS, WATCHED
-from controller.provisioning.decide import candidates
 from controller.state.cluster import ClusterState
+from controller.state.schedulinginput import provisionable
 from tests.builders.wire import make_node, make_pod
 from tests.controller.interruption.test_controller import aws_node, ec2_event
 from tests.fakes.kube import FakeKube
@@ -63,7 +63,7 @@ def test_the_node_is_cordoned_and_its_pods_provisioned_for_before_it_is_drained(
     assert deleting(kube) == [] and kube.get(NODES, "spot-node")["spec"]["unschedulable"] is True
     snap = state.snapshot()
     # provisioning now launches capacity for its pods (they still run where they are)
-    assert sorted(p.key for p in candidates(snap).rescheduled) == ["default/web-0", "default/web-1", "default/web-2"]
+    assert sorted(p.key for p in provisionable(snap).rescheduled) == ["default/web-0", "default/web-1", "default/web-2"]
     assert "no room yet" in replacement_missing(snap, "spot-node")
     jobs = Replacements(ctrl)
     clock.step(10)

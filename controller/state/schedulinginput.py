@@ -1,0 +1,97 @@
+"""The cluster as the scheduler sees it: a state `Snapshot` → `SchedulingInput`, for every caller.
+
+Pure. Every decision that asks the scheduler "where would these pods go?" builds its input here,
+so the three agree on what a node, a pending pod and a DaemonSet look like:
+- provisioning (`provisioning_input`): the provisionable pods, then the pods of nodes marked for
+  deletion (spec §5.2: their replacement capacity is provisioned before they are evicted), onto
+  every node of the snapshot (in-flight included);
+- deprovisioning's simulation (`deprovisioning/simulation.py`): the pods that would move, then
+  the provisionable pods, onto the nodes that stay;
+- the interruption replacement check (`interruption/replacement.py`): a node's pods onto the
+  initialized, schedulable nodes that stay, with no launch allowed.
+Provisioners: the valid ones not being deleted, by name (`Snapshot.valid_provisioners`).
+DaemonSets: their pod templates, converted once per snapshot (`Snapshot.daemonset_pods`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from controller.scheduling.types import InstanceType, PodRequest, SchedulingInput, SchedulingSettings, StateNode
+from controller.state.snapshot import PodView, Snapshot
+
+InstanceTypes = Sequence[InstanceType] | Mapping[str, Sequence[InstanceType]]
+
+
+@dataclass(frozen=True)
+class Provisionable:
+    """The pods a provisioning pass considers (decisions table; spec §3.4, §5.2)."""
+
+    pending: tuple[PodView, ...]  # to bind once a node is chosen
+    rescheduled: tuple[PodView, ...]  # pods of nodes marked for deletion
+    ignored: tuple[tuple[PodView, str], ...]  # (pod, why) never provisioned for
+
+    def pending_requests(self) -> tuple[PodRequest, ...]:
+        return tuple(p.request for p in self.pending if p.request is not None)
+
+
+def provisionable(snap: Snapshot) -> Provisionable:
+    """The provisionable pods the scheduler can read and Karpenter would not ignore (oldest
+    first), the movable pods of owned nodes marked for deletion (by node name), and the ignored."""
+    pending, ignored = [], []
+    for pod in snap.pending_pods():
+        if pod.request is None:
+            ignored.append((pod, "the pod spec cannot be read"))
+        elif pod.request.ignore_reason:
+            ignored.append((pod, pod.request.ignore_reason))
+        else:
+            pending.append(pod)
+    rescheduled: list[PodView] = []
+    for node in sorted(snap.nodes.values(), key=lambda n: n.name):
+        if node.marked_for_deletion and node.owned:
+            rescheduled.extend(node.movable_pods())
+    return Provisionable(tuple(pending), tuple(rescheduled), tuple(ignored))
+
+
+def scheduling_input(
+    snap: Snapshot,
+    pods: Sequence[PodRequest],
+    nodes: Iterable[StateNode],
+    instance_types: InstanceTypes | None = None,
+    settings: SchedulingSettings | None = None,
+) -> SchedulingInput:
+    """`pods` onto `nodes`; new nodes from the valid provisioners when `instance_types` are
+    given (None: no launch at all, no provisioner)."""
+    provisioners = (
+        [v.spec for v in snap.valid_provisioners() if v.spec is not None] if instance_types is not None else []
+    )
+    return SchedulingInput(
+        pods=pods,
+        provisioners=provisioners,
+        instance_types=instance_types if instance_types is not None else {},
+        nodes=list(nodes),
+        daemonsets=snap.daemonset_pods,
+        settings=settings or SchedulingSettings(),
+    )
+
+
+def provisioning_input(
+    snap: Snapshot, found: Provisionable, instance_types: InstanceTypes, settings: SchedulingSettings | None = None
+) -> SchedulingInput:
+    """A provisioning pass's input: the pending pods, then the rescheduled ones, onto every node
+    (a marked node without the pods being placed again, so they do not count twice)."""
+    pods = [p.request for p in (*found.pending, *found.rescheduled) if p.request is not None]
+    rescheduled = {p.key for p in found.rescheduled}
+    nodes = []
+    for node in snap.nodes.values():
+        state_node = node.state_node()
+        if rescheduled and node.marked_for_deletion:
+            state_node = _without(state_node, rescheduled)
+        nodes.append(state_node)
+    return scheduling_input(snap, pods, nodes, instance_types, settings)
+
+
+def _without(node: StateNode, keys: set[str]) -> StateNode:
+    return dataclasses.replace(node, pods=tuple(p for p in node.pods if p.key not in keys))

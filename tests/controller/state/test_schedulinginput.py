@@ -1,0 +1,72 @@
+"""The cluster as the scheduler sees it: one builder for provisioning, simulations and checks."""
+
+from __future__ import annotations
+
+from controller.clock import FakeClock
+from controller.kube.resources import DAEMONSETS, NODES, PODS, PROVISIONERS, WATCHED
+from controller.state.cluster import ClusterState
+from controller.state.schedulinginput import provisionable, provisioning_input, scheduling_input
+from tests.builders.wire import make_node, make_pod, make_provisioner
+
+
+def daemonset(name: str, cpu: str = "100m", rv: str = "1") -> dict[str, object]:
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "kube-system", "resourceVersion": rv},
+        "spec": {"template": template},
+    }
+
+
+def world(*, daemonsets: tuple[dict[str, object], ...] = ()) -> ClusterState:
+    state = ClusterState(FakeClock())
+    objects = {
+        PODS.name: [
+            make_pod("pending"),
+            make_pod("bad", cpu="lots"),
+            make_pod("on-going", node="going"),
+            make_pod("on-staying", node="staying"),
+            make_pod("ds-on-going", node="going", owner_kind="DaemonSet"),
+        ],
+        NODES.name: [make_node("going"), make_node("staying")],
+        PROVISIONERS.name: [make_provisioner("b"), make_provisioner("a"), make_provisioner("gone")],
+        DAEMONSETS.name: list(daemonsets),
+    }
+    objects[PROVISIONERS.name][2]["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    for kind in WATCHED:
+        state.replace(kind.name, objects.get(kind.name, []))
+    state.mark_for_deletion(["going"])
+    return state
+
+
+def test_provisionable_pods_are_pending_rescheduled_or_ignored_with_why() -> None:
+    found = provisionable(world().snapshot())
+    assert [p.key for p in found.pending] == ["default/pending"]
+    assert [p.key for p in found.rescheduled] == ["default/on-going"]  # the DaemonSet pod stays
+    assert [(p.key, why) for p, why in found.ignored] == [("default/bad", "the pod spec cannot be read")]
+
+
+def test_provisioning_places_pending_then_rescheduled_pods_on_every_node_without_counting_them_twice() -> None:
+    snap = world().snapshot()
+    inp = provisioning_input(snap, provisionable(snap), {})
+    assert [p.key for p in inp.pods] == ["default/pending", "default/on-going"]
+    assert [p.name for p in inp.provisioners] == ["a", "b"]  # valid ones, by name; "gone" is being deleted
+    pods_on = {n.name: sorted(p.key for p in n.pods) for n in inp.nodes}
+    assert pods_on == {"going": ["default/ds-on-going"], "staying": ["default/on-staying"]}
+
+
+def test_without_instance_types_nothing_may_launch() -> None:
+    snap = world().snapshot()
+    inp = scheduling_input(snap, [], [snap.nodes["staying"].state_node()])
+    assert inp.provisioners == [] and inp.instance_types == {} and [n.name for n in inp.nodes] == ["staying"]
+
+
+def test_daemonsets_are_converted_once_until_one_changes() -> None:
+    state = world(daemonsets=(daemonset("ds"),))
+    first, second = state.snapshot(), state.snapshot()
+    assert [p.requests["cpu"] for p in first.daemonset_pods] == [100]
+    assert second.daemonset_pods is first.daemonset_pods
+    state.replace(DAEMONSETS.name, [daemonset("ds", cpu="200m", rv="2")])
+    assert [p.requests["cpu"] for p in state.snapshot().daemonset_pods] == [200]
+    assert scheduling_input(state.snapshot(), [], []).daemonsets == state.snapshot().daemonset_pods
