@@ -57,6 +57,7 @@ KCM_CONTROLLERS = ",".join(
         "resourcequota",
         "persistentvolume-binder",
         "persistentvolumeclaim-protection",
+        "ephemeral-volume",
     )
 )
 

@@ -66,4 +66,5 @@ def deprovisioning_snapshot(
         pending_pods=pending,
         daemonsets=daemonsets,
         consolidated=consolidated,
+        volumes=state.volumes,
     )

@@ -61,6 +61,7 @@ def simulate(
             nodes=[n.state for n in remaining],
             daemonsets=snapshot.daemonsets,
             settings=settings,
+            volumes=snapshot.volumes,
         )
     )
     must_move = {p.key for p in moving}

@@ -22,6 +22,7 @@ from controller.scheduling.types import (
     SchedulingInput,
     SchedulingResult,
     StateNode,
+    VolumeObjects,
 )
 
 Scheduler = Callable[[SchedulingInput], SchedulingResult]
@@ -126,6 +127,7 @@ class Snapshot:
     pending_pods: tuple[PodRequest, ...] = ()
     daemonsets: tuple[PodRequest, ...] = ()
     consolidated: bool = False
+    volumes: VolumeObjects | None = None  # the pods' claims, volumes and attach limits
 
     def node(self, name: str) -> NodeInfo | None:
         return next((n for n in self.nodes if n.name == name), None)

@@ -21,6 +21,10 @@ kube-scheduler, which binds at the same time (issue 8):
    kube-scheduler once the taint is removed; `nodeSelector` and required node affinity on the
    node's actual labels; host ports; hostname anti-affinity both ways; hostname spread with
    kube-scheduler's domains (every node the pod's node affinity allows).
+4. **Volumes** (`scheduling/volumes.py` `bind_refusal`): never a pod with a claim still to bind
+   (WaitForFirstConsumer: kube-scheduler binds it, which tells the provisioner the node, so the
+   volume is made in its zone); a bound volume's node affinity on the node's labels; the node's
+   CSINode attach limits.
 
 `refusal(...)` returns "" when karpy may bind, else why not (logged; the pod stays for
 kube-scheduler or the next batch).
@@ -36,6 +40,7 @@ from controller.core.labels import BINDING_HOLD, HOSTNAME, UNSCHEDULABLE_TAINT_K
 from controller.core.requirements import Requirement
 from controller.core.taints import NO_EXECUTE, NO_SCHEDULE, Taint, first_untolerated, is_ephemeral
 from controller.scheduling.types import LabelSelector, PodAffinityTerm, PodRequest
+from controller.scheduling.volumes import bind_refusal
 from controller.state.snapshot import NodeView, Snapshot
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -180,6 +185,9 @@ def refusal(
     if why:
         return why
     settled = [*(p.request for p in node.pods if p.request is not None and not p.terminal and not p.deleting), *bound]
+    why = bind_refusal(pod, node.name, node.labels, [*settled, *placed], snap.volumes)
+    if why:
+        return why
     return _fit_refusal(ctx, pod, node, [*settled, *placed], settled)
 
 

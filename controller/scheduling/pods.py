@@ -21,7 +21,14 @@ from controller.core.quantity import QuantityError
 from controller.core.requirements import Requirement
 from controller.core.resources import PODS, parse_resource
 from controller.core.taints import toleration_from_wire
-from controller.scheduling.types import HostPort, LabelSelector, PodAffinityTerm, PodRequest, TopologySpreadConstraint
+from controller.scheduling.types import (
+    ClaimRef,
+    HostPort,
+    LabelSelector,
+    PodAffinityTerm,
+    PodRequest,
+    TopologySpreadConstraint,
+)
 
 
 class PodSpecError(ValueError):
@@ -69,6 +76,7 @@ def pod_request(obj: Mapping[str, Any]) -> PodRequest:
         owner_kind=owner_kind,
         terminal=phase in ("Succeeded", "Failed"),
         ignore_reason=_ignore_reason(ignore),
+        claims=_claims(spec, str(meta.get("name") or "")),
     )
 
 
@@ -239,6 +247,20 @@ def _spread(spec: Mapping[str, Any]) -> tuple[TopologySpreadConstraint, ...]:
             )
         )
     return tuple(out)
+
+
+def _claims(spec: Mapping[str, Any], pod_name: str) -> tuple[ClaimRef, ...]:
+    """The claims of `volumes[]`: `persistentVolumeClaim.claimName`, and `<pod>-<volume>` for a
+    generic ephemeral volume (the claim the ephemeral volume controller creates for it)."""
+    out = []
+    for i, volume in enumerate(_list(spec.get("volumes"), "spec.volumes")):
+        volume = _mapping(volume, f"spec.volumes[{i}]")
+        claim = _mapping(volume.get("persistentVolumeClaim"), f"spec.volumes[{i}].persistentVolumeClaim")
+        if claim.get("claimName"):
+            out.append(ClaimRef(str(claim["claimName"])))
+        elif volume.get("ephemeral") is not None:
+            out.append(ClaimRef(f"{pod_name}-{volume.get('name')}", ephemeral=True))
+    return tuple(dict.fromkeys(out))
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:

@@ -20,7 +20,8 @@ tolerated, requirements compatible, topology satisfied, limits respected, an ins
 fits with an available offering). Preferences are relaxed one at a time when a pod fails.
 The machinery lives in `solver.py`; then `repack.py` re-packs pods no topology rule involves
 when that lowers the price, and `exact.py` re-packs small such pools near-optimally with a
-time-bounded MILP (both karpy's additions); reasons come from `reasons.py`.
+time-bounded MILP (both karpy's additions); reasons come from `reasons.py`. Before and after the
+solve, `volumes.py` applies the pods' volumes (node requirements, attach limits, waiting pods).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 
 from controller.core.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
 from controller.core.requirements import Requirement, Requirements
-from controller.scheduling import exact
+from controller.scheduling import exact, volumes
 from controller.scheduling.reasons import explain
 from controller.scheduling.repack import improve
 from controller.scheduling.solver import Solver
@@ -44,11 +45,12 @@ from controller.scheduling.types import (
 
 def schedule(inp: SchedulingInput) -> SchedulingResult:
     """Decide where every pod of `inp.pods` goes (see the module docstring)."""
-    solver = Solver(inp)
+    prepared = volumes.prepare(inp)
+    solver = Solver(prepared.inp)
     solver.solve()
     improve(solver)
     exact.refine(solver)
-    return _result(solver)
+    return volumes.finish(prepared, _result(solver))
 
 
 def _result(solver: Solver) -> SchedulingResult:

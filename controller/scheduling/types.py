@@ -8,6 +8,8 @@ Pure data: no Kubernetes client, no clock. Every decision function of karpy's pr
 - `ProvisionerSpec` — a Provisioner as the scheduler sees it (built by `provisioners.py`).
 - `StateNode` — an existing or in-flight node, with the pods bound to it.
 - `NewNode` — a node the scheduler wants launched, with its instance-type options and pods.
+- `Claim` / `Volume` / `StorageClass` / `VolumeObjects` — PersistentVolumeClaims, volumes,
+  storage classes and CSINode attach limits (read by `volumeobjects.py`, judged by `volumes.py`).
 - `SchedulingInput` → `scheduler.schedule()` → `SchedulingResult`.
 
 Resources are `Mapping[str, int]`: `cpu` in millicores, `memory` and `ephemeral-storage` in
@@ -56,6 +58,9 @@ class InstanceType:
     capacity: Resources
     overhead: Resources
     offerings: tuple[Offering, ...]
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    """CSI driver → how many of its volumes a node of this type can attach (the cloud's
+    documented limit; a driver not named here is not limited)."""
 
     @property
     def allocatable(self) -> dict[str, int]:
@@ -130,6 +135,15 @@ class HostPort:
     ip: str = "0.0.0.0"
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimRef:
+    """A PersistentVolumeClaim a pod mounts, in the pod's namespace: `volumes[].persistentVolumeClaim`,
+    or for a generic ephemeral volume (`ephemeral: true`) the claim `<pod>-<volume>` it creates."""
+
+    name: str
+    ephemeral: bool = False
+
+
 @dataclass(frozen=True, eq=False)
 class PodRequest:
     """One pod, reduced to what scheduling reads (build with `pods.pod_request(obj)`).
@@ -138,6 +152,8 @@ class PodRequest:
     `pods: 1`. Node affinity keeps the wire order: `required_terms` are ORed, `preferred_terms`
     are (weight, requirements). `owner_kind` is the controller owner's kind (`DaemonSet`, …).
     `ignore_reason` is set when Karpenter would not provision for the pod at all (spec §5.2).
+    `claims` are the PersistentVolumeClaims it mounts (`volumes.py` turns them into node
+    requirements and attach counts).
     """
 
     namespace: str
@@ -160,10 +176,96 @@ class PodRequest:
     owner_kind: str = ""
     terminal: bool = False
     ignore_reason: str = ""
+    claims: tuple[ClaimRef, ...] = ()
 
     @property
     def key(self) -> str:
         return pod_key(self.namespace, self.name)
+
+
+# Volumes as the scheduler reads them (`volumeobjects.py` reads them, `volumes.py` decides).
+
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+# in-tree volume plugins → the CSI driver that counts their attachments (CSI migration)
+IN_TREE_DRIVERS = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+}
+
+Terms = tuple[tuple[Requirement, ...], ...]
+
+
+@dataclass(frozen=True)
+class Claim:
+    namespace: str
+    name: str
+    uid: str = ""
+    class_name: str | None = None  # spec.storageClassName; None when not set
+    volume_name: str = ""  # spec.volumeName: bound (or pre-bound) to this PersistentVolume
+    phase: str = ""
+    access_modes: frozenset[str] = frozenset()
+    storage: int = 0  # spec.resources.requests.storage, bytes
+    selector: LabelSelector | None = None
+    volume_mode: str = "Filesystem"
+    deleting: bool = False
+    owner_uids: frozenset[str] = frozenset()
+    error: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Volume:
+    name: str
+    class_name: str = ""
+    phase: str = ""
+    claim_ref: tuple[str, str, str] | None = None  # (namespace, name, uid)
+    access_modes: frozenset[str] = frozenset()
+    storage: int = 0
+    volume_mode: str = "Filesystem"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    terms: Terms = ()  # spec.nodeAffinity.required, ORed; () with `anywhere`: no constraint
+    anywhere: bool = True  # False: it has node affinity (a PV whose terms are all empty matches no node)
+    driver: str = ""
+    deleting: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class StorageClass:
+    name: str
+    provisioner: str = ""
+    wait_for_first_consumer: bool = False
+    allowed: Terms = ()  # allowedTopologies, ORed; () = anywhere
+    default: bool = False
+    error: str = ""
+
+    @property
+    def provisions(self) -> bool:
+        return bool(self.provisioner) and self.provisioner != NO_PROVISIONER
+
+    @property
+    def driver(self) -> str:
+        return IN_TREE_DRIVERS.get(self.provisioner, self.provisioner) if self.provisions else ""
+
+
+@dataclass(frozen=True, eq=False)
+class VolumeObjects:
+    """Everything the pods' claims are judged against in one decision."""
+
+    claims: Mapping[str, Claim] = field(default_factory=dict)  # "namespace/name"
+    volumes: Mapping[str, Volume] = field(default_factory=dict)
+    classes: Mapping[str, StorageClass] = field(default_factory=dict)
+    node_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # node → driver → count
+
+    def default_class(self) -> str:
+        """The cluster's default StorageClass ("" when none; the newest name wins a tie, as Kubernetes)."""
+        defaults = sorted(c.name for c in self.classes.values() if c.default)
+        return defaults[-1] if defaults else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +384,8 @@ class SchedulingInput:
     provisioner name → its types (what the cloud provider's `get_instance_types(provisioner,
     node_template)` returned: kubelet settings and node template already applied; the scheduler
     computes no capacity). `daemonsets` are the daemonset pod templates as PodRequests.
+    `volumes`: the claims, volumes, storage classes and per-node attach limits the pods' claims
+    are judged against (`volumes.py`); None: claims are not looked at (inputs without volumes).
     """
 
     pods: Sequence[PodRequest]
@@ -290,6 +394,7 @@ class SchedulingInput:
     nodes: Sequence[StateNode] = ()
     daemonsets: Sequence[PodRequest] = ()
     settings: SchedulingSettings = field(default_factory=SchedulingSettings)
+    volumes: VolumeObjects | None = None
 
 
 @dataclass(frozen=True, eq=False)

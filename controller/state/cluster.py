@@ -20,11 +20,32 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from controller.clock import Clock
-from controller.kube.resources import AWSNODETEMPLATES, DAEMONSETS, NODES, PDBS, PODS, PROVISIONERS, WATCHED
-from controller.scheduling.types import PodRequest
+from controller.kube.resources import (
+    AWSNODETEMPLATES,
+    CLAIMS,
+    CSINODES,
+    DAEMONSETS,
+    NODES,
+    PDBS,
+    PODS,
+    PROVISIONERS,
+    STORAGECLASSES,
+    VOLUMES,
+    WATCHED,
+)
+from controller.scheduling.types import PodRequest, VolumeObjects
 from controller.scheduling.workloads import daemonset_pods
 from controller.state.snapshot import NodeView, Obj, PodView, Snapshot
-from controller.state.views import node_view, pdb_view, pod_view, provisioner_view
+from controller.state.views import (
+    claim_view,
+    class_view,
+    csinode_view,
+    node_view,
+    pdb_view,
+    pod_view,
+    provisioner_view,
+    volume_view,
+)
 
 IN_FLIGHT_TTL = 120.0  # an in-flight node the watch never reports is forgotten after this
 BINDING_TTL = 30.0
@@ -35,7 +56,12 @@ _BUILDERS: Mapping[str, Callable[[Obj], Any]] = {
     NODES.name: node_view,
     PROVISIONERS.name: provisioner_view,
     PDBS.name: pdb_view,
+    CLAIMS.name: claim_view,
+    VOLUMES.name: volume_view,
+    STORAGECLASSES.name: class_view,
+    CSINODES.name: csinode_view,
 }
+VOLUME_KINDS = frozenset({CLAIMS.name, VOLUMES.name, STORAGECLASSES.name, CSINODES.name})
 
 
 def _kept(obj: Obj) -> Obj:
@@ -74,6 +100,8 @@ class ClusterState:
         self._by_node: dict[str, dict[str, PodView]] = {}
         self._node_pods: dict[str, tuple[PodView, ...]] = {}
         self.generation = 0  # bumps on every change; lets controllers notice "something changed"
+        self._volumes: tuple[int, VolumeObjects] = (-1, VolumeObjects())  # rebuilt when those kinds change
+        self._volume_changes = 0
 
     # Feeding ---------------------------------------------------------------------------------
 
@@ -84,6 +112,8 @@ class ClusterState:
             self._objects[kind] = {object_key(o): _kept(o) for o in items}
             if kind == PODS.name:
                 self._dirty_pods.update(self._objects[kind])
+            if kind in VOLUME_KINDS:
+                self._volume_changes += 1
             self._listed.add(kind)
             self.generation += 1
 
@@ -98,6 +128,8 @@ class ClusterState:
                 return
             if kind == PODS.name:
                 self._dirty_pods.add(key)
+            if kind in VOLUME_KINDS:
+                self._volume_changes += 1
             self.generation += 1
 
     def unsynced(self, kind: str) -> None:
@@ -176,6 +208,7 @@ class ClusterState:
                 pdbs=pdbs,
                 awsnodetemplates=dict(self._objects.get(AWSNODETEMPLATES.name, {})),
                 daemonset_pods=self._daemonset_pods(daemonsets),
+                volumes=self._volume_objects(),
             )
 
     def _daemonset_pods(self, daemonsets: tuple[Obj, ...]) -> tuple[PodRequest, ...]:
@@ -186,6 +219,25 @@ class ClusterState:
         if self._ds_pods is None or self._ds_pods[0] != versions:
             self._ds_pods = (versions, tuple(daemonset_pods(daemonsets)))
         return self._ds_pods[1]
+
+    def _volume_objects(self) -> VolumeObjects:
+        """Claims, volumes, classes and CSINode limits (rebuilt only after one of them changed)."""
+        version, cached = self._volumes
+        if version == self._volume_changes:
+            return cached
+
+        def views(kind: str) -> dict[str, Any]:
+            return {k: self._view(kind, k, o) for k, o in self._objects.get(kind, {}).items()}
+
+        csinodes = views(CSINODES.name).values()
+        objects = VolumeObjects(
+            claims=views(CLAIMS.name),
+            volumes=views(VOLUMES.name),
+            classes=views(STORAGECLASSES.name),
+            node_limits={name: limits for name, limits in csinodes if name},
+        )
+        self._volumes = (self._volume_changes, objects)
+        return objects
 
     def _index_pods(self) -> None:
         """Bring the pod views and the per-node index up to date with the changed pods."""

@@ -11,6 +11,8 @@ so the three agree on what a node, a pending pod and a DaemonSet look like:
   initialized, schedulable nodes that stay, with no launch allowed.
 Provisioners: the valid ones not being deleted, by name (`Snapshot.valid_provisioners`).
 DaemonSets: their pod templates, converted once per snapshot (`Snapshot.daemonset_pods`).
+Volumes: the snapshot's claims, volumes, classes and CSINode limits (`Snapshot.volumes`), which
+`scheduling/volumes.py` applies to every pod with a claim.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def scheduling_input(
         nodes=list(nodes),
         daemonsets=snap.daemonset_pods,
         settings=settings or SchedulingSettings(),
+        volumes=snap.volumes,
     )
 
 

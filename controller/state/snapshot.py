@@ -13,8 +13,9 @@ resourceVersion and shared between snapshots.
 - `ProvisionerView` — the raw object, the loaded `Provisioner`/`ProvisionerSpec` (or the load
   error), and `status.resources`.
 - `PdbView` — a PodDisruptionBudget's selector and `disruptionsAllowed`.
-- `Snapshot` — all of the above plus `synced` (every watch has listed) and the DaemonSets' pod
-  templates (`daemonset_pods`, converted once per snapshot).
+- `Snapshot` — all of the above plus `synced` (every watch has listed), the DaemonSets' pod
+  templates (`daemonset_pods`, converted once per snapshot) and `volumes`: the claims, volumes,
+  storage classes and CSINode attach limits (`scheduling/volumeobjects.py`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from controller.apis.provisioner import Provisioner
 from controller.core import labels as L
 from controller.core.resources import Resources
 from controller.core.taints import Taint
-from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, StateNode
+from controller.scheduling.types import LabelSelector, PodRequest, ProvisionerSpec, StateNode, VolumeObjects
 
 Obj = Mapping[str, Any]
 
@@ -219,6 +220,7 @@ class Snapshot:
     daemonsets: tuple[Obj, ...] = ()
     pdbs: tuple[PdbView, ...] = ()
     awsnodetemplates: Mapping[str, Obj] = field(default_factory=dict)
+    volumes: VolumeObjects = field(default_factory=VolumeObjects)
     daemonset_pods: tuple[PodRequest, ...] = ()
     """Each readable DaemonSet's pod template (`scheduling.workloads.daemonset_pods`), converted
     once by `ClusterState` for every reader of the snapshot."""

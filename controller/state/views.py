@@ -25,7 +25,13 @@ from controller.core.taints import taint_from_wire
 from controller.core.timestamps import parse_timestamp
 from controller.scheduling.pods import PodSpecError, label_selector, pod_request
 from controller.scheduling.provisioners import provisioner_spec
-from controller.scheduling.types import PodRequest
+from controller.scheduling.types import Claim, PodRequest, StorageClass, Volume
+from controller.scheduling.volumeobjects import (
+    read_claim,
+    read_class,
+    read_csinode,
+    read_volume,
+)
 from controller.state.snapshot import NodeView, Obj, PdbView, PodView, ProvisionerView
 
 log = logging.getLogger(__name__)
@@ -257,3 +263,29 @@ def pdb_view(obj: Obj) -> PdbView:
         disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
         obj=obj,
     )
+
+
+def _inert_claim(obj: Obj, meta: Mapping[str, Any], reason: str) -> Claim:
+    ns, name = _text(meta.get("namespace")) or "default", _text(meta.get("name"))
+    return Claim(ns, name, error=f"cannot read persistentvolumeclaim {ns}/{name}: {reason}")
+
+
+def _inert_volume(obj: Obj, meta: Mapping[str, Any], reason: str) -> Volume:
+    name = _text(meta.get("name"))
+    return Volume(name, error=f"cannot read persistentvolume {name}: {reason}")
+
+
+def _inert_class(obj: Obj, meta: Mapping[str, Any], reason: str) -> StorageClass:
+    name = _text(meta.get("name"))
+    return StorageClass(name, error=f"cannot read storageclass {name}: {reason}")
+
+
+def _inert_csinode(obj: Obj, meta: Mapping[str, Any], reason: str) -> tuple[str, dict[str, int]]:
+    return _text(meta.get("name")), {}
+
+
+# The volume kinds: read by `scheduling/volumeobjects.py` (which keeps only what placement reads).
+claim_view = _isolated(_inert_claim)(read_claim)
+volume_view = _isolated(_inert_volume)(read_volume)
+class_view = _isolated(_inert_class)(read_class)
+csinode_view = _isolated(_inert_csinode)(read_csinode)

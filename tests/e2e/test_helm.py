@@ -367,6 +367,8 @@ CONTROLLER_MAY = [
     ("create", "nodes", ""), ("delete", "nodes", ""), ("get", "nodes", ""), ("create", "pods:eviction", ""),
     ("create", "pods:binding", ""), ("list", "provisioners.karpenter.sh", ""),
     ("patch", "provisioners.karpenter.sh:status", ""),
+    ("watch", "persistentvolumeclaims", ""), ("list", "persistentvolumes", ""),
+    ("watch", "storageclasses.storage.k8s.io", ""), ("list", "csinodes.storage.k8s.io", ""),
     ("update", "leases.coordination.k8s.io", "karpy-controller"),
 ]  # fmt: skip
 CONTROLLER_MAY_NOT = [
@@ -375,6 +377,8 @@ CONTROLLER_MAY_NOT = [
     ("delete", "pods", ""), ("create", "deployments.apps", ""), ("update", "leases.coordination.k8s.io", "other"),
     ("update", "mutatingwebhookconfiguration", HOOKS["mutatingwebhookconfiguration"]),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io", ""),
+    ("patch", "persistentvolumeclaims", ""), ("create", "persistentvolumes", ""),
+    ("delete", "persistentvolumes", ""), ("update", "storageclasses.storage.k8s.io", ""),
 ]  # fmt: skip
 
 
