@@ -26,6 +26,7 @@ from controller.scheduling.types import (
     SchedulingResult,
     SchedulingSettings,
     StateNode,
+    VolumeObjects,
 )
 
 ZONES = ("test-zone-a", "test-zone-b", "test-zone-c")
@@ -250,6 +251,7 @@ def run(
     nodes: Sequence[StateNode] = (),
     daemonsets: Sequence[PodRequest] = (),
     max_instance_types: int = 60,
+    volumes: VolumeObjects | None = None,
 ) -> SchedulingResult:
     return schedule(
         SchedulingInput(
@@ -259,6 +261,7 @@ def run(
             nodes=nodes,
             daemonsets=daemonsets,
             settings=SchedulingSettings(max_instance_types=max_instance_types),
+            volumes=volumes,
         )
     )
 

@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from controller.clock import FakeClock
-from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import CLAIMS, CSINODES, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES, WATCHED
 from controller.provisioning.bindcheck import BindContext, refusal
 from controller.scheduling.pods import pod_request
 from controller.state.cluster import ClusterState
+from tests.builders.volumes import claim, csinode, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
@@ -56,7 +57,46 @@ def check(objects: list[tuple[Any, dict[str, Any]]], pod: str = "p", node: str =
     return refusal(ctx, f"default/{pod}", node, [pod_request(p) for p in placed])
 
 
+def mounting(*claims: str, node: str = "") -> dict[str, Any]:
+    volumes = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
+    return make_pod("q" if node else "p", node=node, volumes=volumes)
+
+
+def in_zone(zone: str) -> dict[str, Any]:
+    node = held()
+    node["metadata"]["labels"][ZONE] = zone
+    return node
+
+
+BOUND_IN_C = [
+    (CLAIMS, claim("data", volume="pv")),
+    (VOLUMES, volume("pv", terms=zone_affinity("zone-c"), claim_ref=("default", "data"))),
+    (STORAGECLASSES, storage_class()),
+]
+
 CASES: dict[str, tuple[list[tuple[Any, dict[str, Any]]], str]] = {
+    "a bound volume in the node's zone": ([(NODES, in_zone("zone-c")), (PODS, mounting("data")), *BOUND_IN_C], ""),
+    "a bound volume in another zone": (
+        [(NODES, in_zone("zone-a")), (PODS, mounting("data")), *BOUND_IN_C],
+        "its volumes allow only zone zone-c",
+    ),
+    "a claim still to bind is left to kube-scheduler": (
+        [(NODES, held()), (PODS, mounting("later")), (CLAIMS, claim("later")), (STORAGECLASSES, storage_class())],
+        "kube-scheduler binds the pod",
+    ),
+    "a missing claim": ([(NODES, held()), (PODS, mounting("gone"))], "persistentvolumeclaim default/gone not found"),
+    "the node's CSINode attach limit": (
+        [
+            (NODES, in_zone("zone-c")),
+            (PODS, mounting("data")),
+            *BOUND_IN_C,
+            (CSINODES, csinode("n1", 1)),
+            (PODS, mounting("other", node="n1")),
+            (CLAIMS, claim("other", volume="pv-o")),
+            (VOLUMES, volume("pv-o", claim_ref=("default", "other"))),
+        ],
+        "can attach 1 ebs.csi.aws.com volume(s); it would need 2",
+    ),
     "a plain pod on a held node": ([(NODES, held()), (PODS, make_pod("p"))], ""),
     "a node kube-scheduler may also use": ([(NODES, make_node("n1")), (PODS, make_pod("p"))], "not held by karpy"),
     "already bound elsewhere": ([(NODES, held()), (PODS, make_pod("p", node="n2"))], "no longer pending"),

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from controller.scheduling.pods import PodSpecError, pod_request, pod_requests
+from controller.scheduling.types import ClaimRef
 
 
 def pod(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
@@ -142,3 +143,21 @@ def test_a_huge_bad_node_affinity_gives_a_bounded_ignore_reason() -> None:
     request = pod_request(pod(spec))
     assert request.ignore_reason
     assert len(request.ignore_reason) < 8_000
+
+
+def test_claims_of_the_pod_and_of_its_generic_ephemeral_volumes() -> None:
+    pod = pod_request(
+        {
+            "metadata": {"name": "web-0", "namespace": "shop"},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-0"}},
+                    {"name": "again", "persistentVolumeClaim": {"claimName": "data-web-0"}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                    {"name": "config", "configMap": {"name": "cfg"}},
+                ],
+            },
+        }
+    )
+    assert pod.claims == (ClaimRef("data-web-0"), ClaimRef("web-0-scratch", ephemeral=True))

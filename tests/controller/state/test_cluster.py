@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.clock import FakeClock
-from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import CLAIMS, CSINODES, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES, WATCHED
 from controller.state.cluster import ClusterState
+from tests.builders.volumes import claim, csinode, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
 
 
@@ -190,3 +191,23 @@ def test_the_state_keeps_objects_without_their_managed_fields() -> None:
     assert [p.obj["metadata"].get("managedFields") for p in pods.values()] == [None, None]
     assert pods["default/a"].obj["metadata"]["name"] == "a"
     assert "managedFields" in listed["metadata"]  # the caller's object is left as it was
+
+
+def test_volume_objects_follow_their_watches() -> None:
+    state = synced_state()
+    assert state.snapshot().volumes.claims == {}
+    state.replace(CLAIMS.name, [claim("data", volume="pv")])
+    state.replace(VOLUMES.name, [volume("pv", terms=zone_affinity("zone-c"), claim_ref=("default", "data"))])
+    state.replace(
+        STORAGECLASSES.name, [storage_class(default=True), {"metadata": {"name": "bad"}, "allowedTopologies": 3}]
+    )
+    state.apply(CSINODES.name, "ADDED", csinode("n1", 25))
+    vols = state.snapshot().volumes
+    assert vols.claims["default/data"].volume_name == "pv"
+    assert vols.volumes["pv"].terms[0][0].values == {"zone-c"}
+    assert vols.default_class() == "standard"
+    assert vols.classes["bad"].error  # unreadable: pods using it wait with the reason, nothing raises
+    assert vols.node_limits == {"n1": {"ebs.csi.aws.com": 25}}
+    assert state.snapshot().volumes is vols  # rebuilt only when one of those kinds changes
+    state.apply(CLAIMS.name, "DELETED", claim("data"))
+    assert state.snapshot().volumes.claims == {}
