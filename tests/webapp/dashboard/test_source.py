@@ -10,6 +10,7 @@ import pytest
 from controller.clock import FakeClock
 from controller.decisions import LAUNCHED, Decision, DecisionLog
 from controller.httpserver import ControllerHTTPServer
+from controller.kube.resources import WATCHED
 from localcluster.procs import free_port
 from webapp.dashboard.common import cluster_cost
 from webapp.dashboard.reader import ControllerAPI
@@ -54,9 +55,8 @@ def test_answers_are_cached_and_history_sampled(controller: tuple[str, dict[str,
     url, calls = controller
     clock = FakeClock()
     source = DashboardSource(None, ControllerAPI(url), clock, cluster_cost, cache_seconds=2)
-    source.state.replace("nodes", [])
-    for kind in ("pods", "provisioners", "awsnodetemplates", "daemonsets", "poddisruptionbudgets"):
-        source.state.replace(kind, [])
+    for kind in WATCHED:
+        source.state.replace(kind.name, [])
     first = source.read()
     source.read()
     assert calls["nodes"] == 1 and first.problem.startswith("no Kubernetes API is configured")
