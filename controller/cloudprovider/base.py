@@ -20,6 +20,12 @@ Contract, per method (errors are those of `errors.py`):
   capacity and overhead as a node of this provisioner (kubelet settings) made from this
   AWSNodeTemplate (AMI family, block devices) would have: the cloud's math lives with the cloud,
   the scheduler computes none. Both may be None (the catalog with default settings).
+- `is_drifted(provider_id, instance_type, node_template) -> Drift | None` — whether the instance
+  no longer matches what `node_template` selects now (Karpenter's `CloudProvider.IsDrifted`): its
+  AMI is not the one the template picks for `instance_type` (a `launchTemplate` makes no AMI or
+  security-group drift), its subnet or security groups are not those the selectors match
+  (`drift.py`). `NodeNotFoundError` when the instance is gone, `CloudProviderError` when the
+  template selects nothing (no drift is concluded from an error).
 - `default_node_template` — the AWSNodeTemplate name used when a Provisioner names none
   (`default` for AWS; None when the provider needs no template).
 
@@ -39,6 +45,7 @@ from typing import Protocol
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
+from controller.cloudprovider.drift import Drift
 from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
 from controller.core import labels as L
 from controller.core.requirements import Requirements
@@ -107,6 +114,10 @@ class CloudProvider(Protocol):
     def get_instance_types(
         self, provisioner: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
     ) -> tuple[InstanceType, ...]: ...
+
+    def is_drifted(
+        self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate
+    ) -> Drift | None: ...
 
 
 class UnavailableOfferings:

@@ -22,6 +22,10 @@ DO_NOT_EVICT = "karpenter.sh/do-not-evict"
 DO_NOT_CONSOLIDATE = "karpenter.sh/do-not-consolidate"
 EMPTINESS_TIMESTAMP = "karpenter.sh/emptiness-timestamp"
 VOLUNTARY_DISRUPTION = "karpenter.sh/voluntary-disruption"
+VOLUNTARY_DISRUPTION_DRIFTED = "drifted"
+# hashes of the static fields a node was launched with (drift, v0.31's keys)
+PROVISIONER_HASH = "karpenter.sh/provisioner-hash"
+NODE_TEMPLATE_HASH = "karpenter.k8s.aws/nodetemplate-hash"
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 
 # karpy's own keys (not Karpenter's): see README "Behaviour worth knowing".
@@ -29,6 +33,10 @@ TERMINATION_FINALIZER = "karpenter.sh/termination"
 BINDING_HOLD = "karpy.sh/binding-hold"
 # A node cordoned by a deprovisioning replace command; the next leader lifts a stale one.
 DEPROVISIONING_CORDON = "karpy.sh/deprovisioning-cordon"
+# The version of the canonical form each drift hash was computed with (`apis/drifthash.py`): a
+# node stamped by another version is not drifted by its hash, only re-stamped.
+PROVISIONER_HASH_VERSION = "karpy.sh/provisioner-hash-version"
+NODE_TEMPLATE_HASH_VERSION = "karpy.sh/nodetemplate-hash-version"
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"

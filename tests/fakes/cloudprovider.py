@@ -1,8 +1,10 @@
 """`FakeCloudProvider`: an in-memory `CloudProvider` with knobs.
 
 Knobs: `next_create_error` (raised by the next `create`, then cleared), `create_errors` (a queue
-used after it), `delete_error`, `instance_types_error` (raised by `get_instance_types`). Records: `create_calls` (the
-`NodeRequest`s), `delete_calls`, `instance_type_calls` ((provisioner, node template) asked for).
+used after it), `delete_error`, `instance_types_error` (raised by `get_instance_types`), `drifted`
+(provider ID → the `Drift` `is_drifted` answers; `drift_error` raised instead when set). Records:
+`create_calls` (the `NodeRequest`s), `delete_calls`, `instance_type_calls` ((provisioner, node
+template) asked for), `drift_calls` (provider IDs asked about).
 Launch choice is the real `launch_order()`, so tests see spot-first/cheapest-first behaviour.
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock, FakeClock
 from controller.cloudprovider.base import Instance, NodeRequest, instance_labels
+from controller.cloudprovider.drift import Drift
 from controller.cloudprovider.errors import InsufficientCapacityError, NodeNotFoundError
 from controller.scheduling.instancetypes import launch_order
 from controller.scheduling.types import InstanceType, ProvisionerSpec
@@ -34,6 +37,9 @@ class FakeCloudProvider:
         self.instance_type_calls: list[tuple[str | None, AWSNodeTemplate | None]] = []
         self.instance_types_error: Exception | None = None
         self.terminated: set[str] = set()
+        self.drifted: dict[str, Drift] = {}
+        self.drift_error: Exception | None = None
+        self.drift_calls: list[str] = []
         self._seq = 0
 
     def get_instance_types(
@@ -72,6 +78,14 @@ class FakeCloudProvider:
         )
         self.instances[instance.provider_id] = instance
         return instance
+
+    def is_drifted(self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate) -> Drift | None:
+        self.drift_calls.append(provider_id)
+        if self.drift_error is not None:
+            raise self.drift_error
+        if provider_id not in self.instances:
+            raise NodeNotFoundError(f"instance {provider_id} not found")
+        return self.drifted.get(provider_id)
 
     def add(self, instance: Instance) -> None:
         self.instances[instance.provider_id] = instance

@@ -13,6 +13,10 @@ put (type, zone, capacity type) in the ICE cache and the launch falls back (othe
 on-demand) within the same call. Instances are tagged `Name`, `karpenter.sh/provisioner-name`,
 `karpenter.sh/discovery`, `kubernetes.io/cluster/<cluster>=owned`, plus the template's tags.
 Provider IDs are `aws:///<zone>/<instance-id>`; the node name is the private DNS name.
+
+Drift (`is_drifted`, spec §6.5): the instance as DescribeInstances reports it against what its
+node template selects now — the AMI the resolver picks for its type, the subnets and the
+security groups (`cloudprovider/drift.py`); a template with `launchTemplate` drifts by subnet only.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from controller.cloudprovider.aws.resolver import Resolver, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.aws.userdata import Bootstrap, node_labels, user_data
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings
+from controller.cloudprovider.drift import Drift, ami_drift, security_group_drift, subnet_drift
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.core import labels as L
 from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
@@ -329,8 +334,7 @@ class AWSCloudProvider:
         for it, _, _ in plan.overrides:
             if it.name in names:
                 continue
-            gpu = any(it.capacity.get(r, 0) for r in (*GPU_RESOURCES.values(), NEURON))
-            ami = ami_for(amis, it.labels, gpu)
+            ami = ami_for(amis, it.labels, _has_gpu(it))
             if ami is None:
                 continue
             if ami.id not in by_ami:
@@ -436,6 +440,22 @@ class AWSCloudProvider:
             raise NodeNotFoundError(f"instance {provider_id} not found")
         return self._instance(raw, None)
 
+    def is_drifted(self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate) -> Drift | None:
+        instance_id = instance_id_of(provider_id)
+        raw = self._describe(instance_id)
+        if raw is None or raw.get("State", {}).get("Name") not in LIVE_STATES:
+            raise NodeNotFoundError(f"instance {provider_id} not found")
+        name = node_template.name
+        found: list[Drift | None] = []
+        if not node_template.launch_template:
+            selected = ami_for(self.resolver.amis(node_template), instance_type.labels, _has_gpu(instance_type))
+            found.append(ami_drift(str(raw.get("ImageId") or ""), selected.id if selected else None, name))
+            groups = [str(g.get("GroupId")) for g in raw.get("SecurityGroups") or ()]
+            found.append(security_group_drift(groups, self.resolver.security_groups(node_template), name))
+        subnets = [s.id for s in self.resolver.subnets(node_template)]
+        found.append(subnet_drift(str(raw.get("SubnetId") or ""), subnets, name))
+        return next((d for d in found if d is not None), None)
+
     def has_seen(self, provider_id: str) -> bool:
         """Whether EC2 still has a record of this instance as one of this cluster's (garbage
         collection's proof that a node's missing instance existed: EC2 keeps terminated instances,
@@ -461,3 +481,7 @@ class AWSCloudProvider:
             ],
         )
         return [self._instance(i, None) for r in reservations for i in r.get("Instances") or []]
+
+
+def _has_gpu(it: InstanceType) -> bool:
+    return any(it.capacity.get(r, 0) for r in (*GPU_RESOURCES.values(), NEURON))

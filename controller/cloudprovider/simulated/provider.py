@@ -8,8 +8,12 @@ selector the local cluster's kwok manages) so the Node turns Ready and its pods 
 
 Launch (see `scheduling.instancetypes.launch_order`): spot before on-demand, cheapest first; an offering in an
 outage (or hit by an injected insufficient-capacity fault) is put in the 45 s
-insufficient-capacity cache and the next option is tried. Knobs for tests:
-`store.fail_next_creates(n, kind)`, `store.set_outage(type, zone, capacity_type)`.
+insufficient-capacity cache and the next option is tried. Each instance boots the AMI its node
+template selects for its type (`images.py`, picked by the AWS resolver's `ami_for`), recorded
+on the instance and as the `karpenter.k8s.aws/instance-ami-id` label, as on EC2; `is_drifted`
+compares it with what the template selects now. Knobs for tests:
+`store.fail_next_creates(n, kind)`, `store.set_outage(type, zone, capacity_type)`,
+`store.register_image(image)`, `store.publish_release(family, arch, image_id)`.
 """
 
 from __future__ import annotations
@@ -24,11 +28,15 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import node_shape
 from controller.cloudprovider.aws.overhead import NodeShape
+from controller.cloudprovider.aws.resolver import Ami, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings, instance_labels, with_unavailable
+from controller.cloudprovider.drift import Drift, ami_drift
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.cloudprovider.simulated.images import resolve_amis
 from controller.cloudprovider.simulated.store import FAULT_INSUFFICIENT_CAPACITY, InstanceRow, Store
+from controller.core import labels as L
 from controller.scheduling.instancetypes import LaunchOption, launch_order
 from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
 
@@ -99,11 +107,18 @@ class SimulatedCloudProvider:
         options = launch_order(request.instance_type_options, request.requirements, unavailable)
         if not options:
             raise InsufficientCapacityError("all requested instance types were unavailable during launch")
-        for option in options:
+        amis = self._amis(request.node_template)
+        picked = [(o, ami_for(amis, o.instance_type.labels, False)) for o in options]
+        booting = [(o, ami) for o, ami in picked if ami is not None]
+        if not booting:
+            raise CloudProviderError(
+                f"launching for provisioner {request.provisioner}: no instance types satisfy requirements of amis"
+            )
+        for option, ami in booting:
             if not self._has_capacity(option):
                 self.unavailable.mark(option.instance_type.name, option.offering.zone, option.offering.capacity_type)
                 continue
-            return self._launch(request, option)
+            return self._launch(request, option, ami)
         raise InsufficientCapacityError(
             f"insufficient capacity for all {len(options)} offerings of "
             f"{len(request.instance_type_options)} instance type(s)"
@@ -120,10 +135,14 @@ class SimulatedCloudProvider:
             raise CloudProviderError(f"creating instance: injected fault {fault!r}")
         return True
 
-    def _launch(self, request: NodeRequest, option: LaunchOption) -> Instance:
+    def _amis(self, template: AWSNodeTemplate | None) -> list[Ami]:
+        return resolve_amis(template, self.store.images(), self.store.releases())
+
+    def _launch(self, request: NodeRequest, option: LaunchOption, ami: Ami) -> Instance:
         it, offering = option.instance_type, option.offering
         instance_id = "i-" + uuid.uuid4().hex[:17]
         labels = instance_labels(it, offering, request.provisioner)
+        labels[L.INSTANCE_AMI_ID] = ami.id
         annotations = {}
         if self._node_label:
             key, _, value = self._node_label.partition("=")
@@ -141,6 +160,7 @@ class SimulatedCloudProvider:
             created_at=self._clock.now(),
             terminated_at=None,
             body={
+                "image_id": ami.id,
                 "labels": labels,
                 "annotations": annotations,
                 "capacity": {k: v for k, v in it.capacity.items() if v},
@@ -166,6 +186,16 @@ class SimulatedCloudProvider:
 
     def list(self) -> list[Instance]:
         return [_instance(r) for r in self.store.running(self._cluster)]
+
+    def is_drifted(self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate) -> Drift | None:
+        """AMI drift only: the simulated cloud has no subnets or security groups to drift from."""
+        row = self.store.get(instance_id_of(provider_id))
+        if row is None or row.terminated_at is not None or row.cluster != self._cluster:
+            raise NodeNotFoundError(f"instance {provider_id} not found")
+        if node_template.launch_template:
+            return None
+        selected = ami_for(self._amis(node_template), instance_type.labels, False)
+        return ami_drift(str(row.body.get("image_id", "")), selected.id if selected else None, node_template.name)
 
     def has_seen(self, provider_id: str) -> bool:
         """The store has a record of this instance (running or terminated) in this cluster."""

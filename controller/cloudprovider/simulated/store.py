@@ -4,7 +4,10 @@ Instances live outside the controller process, like a real cloud's: a restarted 
 a second replica, or a test) opens the same file and sees what was launched. Every call opens
 its own connection (WAL mode, busy timeout), so threads and processes can share one file.
 Faults are rows too, so a test can make a *running* controller's launches fail:
-`fail_next_creates(n, kind)` and `set_outage(type, zone, capacity_type)`.
+`fail_next_creates(n, kind)` and `set_outage(type, zone, capacity_type)`. So are the AMIs
+(`images.py`): images registered with tags (`register_image`), and the AMI each family's
+"public parameter" names per architecture (`publish_release`), so a test can release a new AMI
+under a running controller.
 Neighbour: `provider.py` (the `CloudProvider` on top of this).
 """
 
@@ -37,10 +40,27 @@ CREATE TABLE IF NOT EXISTS outages (
     instance_type TEXT NOT NULL, zone TEXT NOT NULL, capacity_type TEXT NOT NULL,
     PRIMARY KEY (instance_type, zone, capacity_type)
 );
+CREATE TABLE IF NOT EXISTS images (
+    image_id TEXT PRIMARY KEY, name TEXT NOT NULL, arch TEXT NOT NULL, tags TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS releases (
+    family TEXT NOT NULL, arch TEXT NOT NULL, image_id TEXT NOT NULL, PRIMARY KEY (family, arch)
+);
 """
 
 FAULT_INSUFFICIENT_CAPACITY = "insufficient-capacity"
 FAULT_ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Image:
+    """A registered AMI: what an `amiSelector` can match (by id, tags or name)."""
+
+    image_id: str
+    name: str
+    arch: str  # amd64 | arm64
+    tags: dict[str, str]
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -141,6 +161,30 @@ class Store:
                 (instance_type, zone, capacity_type),
             )
             return cur.fetchone() is not None
+
+    # AMIs -------------------------------------------------------------------------------------
+
+    def register_image(self, image: Image) -> None:
+        with self._db() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO images VALUES (?,?,?,?,?)",
+                (image.image_id, image.name, image.arch, json.dumps(image.tags, sort_keys=True), image.created_at),
+            )
+
+    def images(self) -> list[Image]:
+        with self._db() as db:
+            rows = db.execute("SELECT image_id, name, arch, tags, created_at FROM images ORDER BY image_id").fetchall()
+        return [Image(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
+
+    def publish_release(self, family: str, arch: str, image_id: str) -> None:
+        """Name `image_id` as the family's current AMI for `arch` (a new EKS-optimized release)."""
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO releases VALUES (?,?,?)", (family, arch, image_id))
+
+    def releases(self) -> dict[tuple[str, str], str]:
+        with self._db() as db:
+            rows = db.execute("SELECT family, arch, image_id FROM releases").fetchall()
+        return {(r[0], r[1]): r[2] for r in rows}
 
 
 def _row(r: tuple[Any, ...]) -> InstanceRow:
