@@ -6,7 +6,8 @@ Used by provisioning and, for replacement capacity, by deprovisioning:
 
 Steps: re-check the provisioner's limits (against `usage`, the capacity of its nodes not marked
 for deletion, which `launch` updates), `cloudprovider.create`, check the limits again with the
-instance's real capacity, create the Node (an "AlreadyExists" answer is fine), record it in
+instance's real capacity, create the Node (an "AlreadyExists" answer is fine; annotated with
+the drift hashes of its Provisioner and AWSNodeTemplate, `apis/drifthash.py`), record it in
 cluster state as in-flight and nominate it. If anything after `create` fails, the instance is
 terminated again: a failed launch leaves nothing behind (a crash in between is what garbage
 collection is for). With `hold_for_binding`, the Node is created cordoned (see `nodes.py`) so
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
+from controller.apis.drifthash import node_template_hash_annotations
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider, Instance, NodeRequest, terminate_instance
 from controller.cloudprovider.errors import CloudProviderError
@@ -90,7 +92,8 @@ class Launcher:
             why = limit_exceeded(provisioner.limits, usage, instance.capacity) if provisioner.limits else ""
             if why:
                 raise LaunchError(f"launching node, {why}")
-            obj = node_object(node, instance, provisioner.annotations, owner, hold_for_binding)
+            annotations = {**provisioner.annotations, **_template_annotations(node_template)}
+            obj = node_object(node, instance, annotations, owner, hold_for_binding)
             try:
                 created = self.kube.create(NODES, obj)
             except AlreadyExistsError:
@@ -129,6 +132,10 @@ class Launcher:
         # a failure is logged; garbage collection finds the instance
         what = f"terminating instance {instance.provider_id} after a failed launch"
         terminate_instance(self.cloud, instance.provider_id, what)
+
+
+def _template_annotations(template: AWSNodeTemplate | None) -> dict[str, str]:
+    return node_template_hash_annotations(template) if template is not None else {}
 
 
 def _smallest_capacity(node: NewNode, limits: Mapping[str, int]) -> dict[str, int]:

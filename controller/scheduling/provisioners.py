@@ -3,13 +3,15 @@
 Pure. The one place where the typed API object (already defaulted and validated by
 `controller.apis.load`) is turned into scheduling terms (spec §5.3): requirements = spec
 requirements ∩ each label as `In [value]` ∩ `karpenter.sh/provisioner-name In [name]`; limits
-and reserved resources as integers; the kubelet fields that change capacity or overhead.
+and reserved resources as integers; the kubelet fields that change capacity or overhead; the
+annotations of its nodes: its own plus the hash of its static fields (`apis/drifthash.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from controller.apis.drifthash import provisioner_hash_annotations
 from controller.apis.provisioner import KubeletConfiguration, Provisioner
 from controller.core.labels import PROVISIONER_NAME
 from controller.core.requirements import IN, Requirement, Requirements
@@ -47,7 +49,7 @@ def provisioner_spec(provisioner: Provisioner) -> ProvisionerSpec:
         requirements=template_requirements(provisioner.name, provisioner.requirements, provisioner.labels),
         weight=provisioner.weight or 0,
         labels=dict(provisioner.labels),
-        annotations=dict(provisioner.annotations),
+        annotations={**provisioner.annotations, **provisioner_hash_annotations(provisioner)},
         taints=tuple(Taint(t.key, t.value, t.effect) for t in provisioner.taints),
         startup_taints=tuple(Taint(t.key, t.value, t.effect) for t in provisioner.startup_taints),
         kubelet=kubelet_spec(provisioner.kubelet),

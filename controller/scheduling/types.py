@@ -286,6 +286,7 @@ class ProvisionerSpec:
 
     `requirements` = spec.requirements ∩ each label as `In [value]` ∩
     `karpenter.sh/provisioner-name In [name]` (spec §5.3). `limits` are integers per resource.
+    `annotations` are those of every node it launches (its own plus its drift hash).
     """
 
     name: str

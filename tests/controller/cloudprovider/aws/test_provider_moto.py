@@ -9,6 +9,7 @@ import pytest
 from controller.cloudprovider.aws.launchtemplates import CLUSTER_TAG
 from controller.cloudprovider.aws.provider import instance_id_of
 from controller.cloudprovider.aws.resolver import ResolutionError
+from controller.cloudprovider.drift import DriftReason
 from controller.cloudprovider.errors import NodeNotFoundError
 from controller.core import labels as L
 from controller.decisions import DecisionLog
@@ -178,3 +179,33 @@ def test_after_a_restart_gc_deletes_the_node_whose_instance_ec2_shows_terminated
     result = GarbageCollectionController(state, kube, env.provider, env.clock, DecisionLog(env.clock)).reconcile()
     assert result.orphan_nodes == (dead.name,) and result.unconfirmed_nodes == ("elsewhere",)
     assert sorted(n["metadata"]["name"] for n in kube.items(NODES)) == sorted([live.name, "elsewhere"])
+
+
+def test_drift_of_ami_subnet_and_security_groups(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server)
+    template = make_template()
+    types = env.provider.get_instance_types(None, template)
+    m5 = by_name(types, "m5.large")
+    inst = env.provider.create(make_request(types, ["m5.large"], template))
+    assert inst.labels[L.INSTANCE_AMI_ID] == env.account.amd64_ami
+    ec2 = moto_server.client("ec2")
+    # moto's CreateFleet leaves the launch template's SecurityGroupIds out (the VPC's default group);
+    # EC2 applies them: give the instance its groups as EC2 would
+    ec2.modify_instance_attribute(InstanceId=instance_id_of(inst.provider_id), Groups=[env.account.security_group])
+    assert env.provider.is_drifted(inst.provider_id, m5, template) is None
+    images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])
+    other_ami = next(i["ImageId"] for i in images["Images"] if i["ImageId"] != env.account.amd64_ami)
+    ami = env.provider.is_drifted(inst.provider_id, m5, make_template("new-ami", amiSelector={"aws-ids": other_ami}))
+    assert ami is not None and ami.reason is DriftReason.AMI and env.account.amd64_ami in ami.message
+    other_sg = ec2.create_security_group(GroupName="extra", Description="x", VpcId=env.account.vpc)["GroupId"]
+    groups = make_template("sgs", securityGroupSelector={"aws-ids": f"{env.account.security_group},{other_sg}"})
+    sg = env.provider.is_drifted(inst.provider_id, m5, groups)
+    assert sg is not None and sg.reason is DriftReason.SECURITY_GROUP
+    zone = next(z for z in env.account.subnets if z != inst.zone)
+    subnet = env.provider.is_drifted(
+        inst.provider_id, m5, make_template("subnet", subnetSelector={"aws-ids": env.account.subnets[zone]})
+    )
+    assert subnet is not None and subnet.reason is DriftReason.SUBNET
+    env.provider.delete(inst.provider_id)
+    with pytest.raises(NodeNotFoundError):
+        env.provider.is_drifted(inst.provider_id, m5, template)

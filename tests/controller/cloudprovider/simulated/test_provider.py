@@ -6,11 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest
+from controller.cloudprovider.drift import DriftReason
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.cloudprovider.simulated.images import default_image_id
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
+from controller.cloudprovider.simulated.store import Image
 from controller.core import labels as L
 from controller.core.requirements import Requirements
 
@@ -73,3 +77,50 @@ def test_injected_faults(provider: SimulatedCloudProvider) -> None:
     with pytest.raises(InsufficientCapacityError):
         provider.create(NodeRequest("default", Requirements(), types("m5.large")))
     assert provider.list() == []
+
+
+def template(**spec: object) -> AWSNodeTemplate:
+    return AWSNodeTemplate.from_wire({"metadata": {"name": "nodes"}, "spec": {"subnetSelector": {"a": "b"}, **spec}})
+
+
+def test_an_instance_boots_the_selected_ami_and_drifts_when_the_selection_moves(
+    provider: SimulatedCloudProvider,
+) -> None:
+    first = template(amiSelector={"aws-ids": "ami-0aaa"})
+    m5 = types("m5.large")[0]
+    inst = provider.create(NodeRequest("default", Requirements(), (m5,), node_template=first))
+    assert inst.labels[L.INSTANCE_AMI_ID] == "ami-0aaa"
+    assert provider.is_drifted(inst.provider_id, m5, first) is None
+    drift = provider.is_drifted(inst.provider_id, m5, template(amiSelector={"aws-ids": "ami-0bbb"}))
+    assert drift is not None and drift.reason is DriftReason.AMI
+    assert drift.message == "AMI ami-0aaa is no longer selected by AWSNodeTemplate nodes (now ami-0bbb)"
+    assert provider.is_drifted(inst.provider_id, m5, template(launchTemplate="lt")) is None  # no AMI drift then
+    provider.delete(inst.provider_id)
+    with pytest.raises(NodeNotFoundError):
+        provider.is_drifted(inst.provider_id, m5, first)
+
+
+def test_a_new_family_release_drifts_instances_of_the_old_one(provider: SimulatedCloudProvider) -> None:
+    m5 = types("m5.large")[0]
+    inst = provider.create(NodeRequest("default", Requirements(), (m5,), node_template=template()))
+    assert inst.labels[L.INSTANCE_AMI_ID] == default_image_id("AL2", "amd64")
+    assert provider.is_drifted(inst.provider_id, m5, template()) is None
+    provider.store.publish_release("AL2", "amd64", "ami-0new")
+    drift = provider.is_drifted(inst.provider_id, m5, template())
+    assert drift is not None and "now ami-0new" in drift.message
+    assert provider.create(NodeRequest("default", Requirements(), (m5,))).labels[L.INSTANCE_AMI_ID] == "ami-0new"
+
+
+def test_types_no_selected_image_fits_are_not_launched(provider: SimulatedCloudProvider) -> None:
+    provider.store.register_image(Image("ami-arm", "arm", "arm64", {"team": "a"}))
+    arm_only = template(amiSelector={"team": "a"})
+    with pytest.raises(CloudProviderError, match="no instance types satisfy requirements of amis"):
+        provider.create(NodeRequest("default", Requirements(), types("m5.large"), node_template=arm_only))
+    inst = provider.create(
+        NodeRequest("default", Requirements(), types("m5.large", "m6g.large"), node_template=arm_only)
+    )
+    assert inst.instance_type == "m6g.large" and inst.labels[L.INSTANCE_AMI_ID] == "ami-arm"
+    with pytest.raises(CloudProviderError, match="no amis exist"):
+        provider.create(
+            NodeRequest("default", Requirements(), types("m5.large"), node_template=template(amiSelector={"x": "y"}))
+        )
