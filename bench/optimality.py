@@ -27,15 +27,15 @@ import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from controller.apis.load import load_provisioner
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.core import labels as L
 from controller.deprovisioning.decide import decide
-from controller.deprovisioning.types import DeprovisioningSettings, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
+from controller.deprovisioning.types import DeprovisioningSettings, Inputs
 from controller.scheduling import exact
 from controller.scheduling.pods import pod_request
 from controller.scheduling.provisioners import provisioner_spec
@@ -43,12 +43,15 @@ from controller.scheduling.repack import improve, pools
 from controller.scheduling.scheduler import node_labels, schedule
 from controller.scheduling.solver import Solver
 from controller.scheduling.types import (
+    InstanceType,
     PodRequest,
+    ProvisionerSpec,
     SchedulingInput,
     SchedulingResult,
     SchedulingSettings,
     StateNode,
 )
+from controller.state.snapshot import NodeView, PodView, ProvisionerView, Snapshot
 
 
 def provisioner(capacity_types: Sequence[str]) -> dict[str, Any]:
@@ -64,7 +67,7 @@ def provisioner(capacity_types: Sequence[str]) -> dict[str, Any]:
     }
 
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 Deployment = tuple[str, int, str, str]  # name, replicas, cpu, memory
 
 
@@ -136,16 +139,53 @@ def state_node(name: str, node: Any, pods: Sequence[PodRequest]) -> StateNode:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Pool:
+    """The Provisioner consolidation runs under, as cluster state shows it, and the types it may launch."""
+
+    provisioner: ProvisionerView
+    instance_types: tuple[InstanceType, ...]
+
+    @property
+    def spec(self) -> ProvisionerSpec:
+        assert self.provisioner.spec is not None
+        return self.provisioner.spec
+
+
+def pod_view(pod: PodRequest, node: str) -> PodView:
+    """A running pod as cluster state shows it (no priority, no annotations)."""
+    return PodView(
+        namespace=pod.namespace, name=pod.name, uid=pod.name, node_name=node, phase="Running", labels=pod.labels,
+        annotations={}, owner_kind=pod.owner_kind, priority_class_name="", deletion_timestamp=None, created=T0,
+        unschedulable=False, nominated_node_name="", tolerates_unschedulable=False, request=pod, obj={},
+    )  # fmt: skip
+
+
+def node_view(node: StateNode) -> NodeView:
+    """A launched, initialized node as cluster state shows it, with its pods."""
+    return NodeView(
+        name=node.name, provider_id="", labels={**node.labels, L.INITIALIZED: "true"}, annotations={},
+        taints=tuple(node.taints), capacity=dict(node.capacity), allocatable=dict(node.allocatable),
+        unschedulable=False, deletion_timestamp=None, created=T0, finalizers=(), ready=True,
+        obj={"metadata": {"creationTimestamp": node.creation_timestamp}},
+        pods=tuple(pod_view(p, node.name) for p in node.pods),
+    )  # fmt: skip
+
+
 def consolidate(
-    nodes: dict[str, tuple[StateNode, float]], info: ProvisionerInfo, daemons: Sequence[PodRequest]
+    nodes: dict[str, tuple[StateNode, float]], pool: Pool, daemons: Sequence[PodRequest]
 ) -> tuple[dict[str, tuple[StateNode, float]], int]:
     """Run deprovisioning decisions until idle; each executed command is applied as planned."""
     settings = DeprovisioningSettings(validation_wait_seconds=0)
     counter = len(nodes)
     for step in range(100):
-        infos = tuple(NodeInfo(state, T0, {}, tuple(PodInfo(p) for p in state.pods)) for state, _ in nodes.values())
-        snap = Snapshot(T0 + timedelta(hours=1), infos, {info.name: info}, daemonsets=tuple(daemons))
-        decision = decide(snap, None, schedule, settings)
+        views = {name: node_view(state) for name, (state, _) in nodes.items()}
+        pods = {p.key: p for view in views.values() for p in view.pods}
+        snap = Snapshot(
+            synced=True, now=T0 + 3600, pods=pods, nodes=views, daemonset_pods=tuple(daemons),
+            provisioners={pool.provisioner.name: pool.provisioner},
+        )  # fmt: skip
+        decision = decide(Inputs.of(snap, {pool.provisioner.name: pool.instance_types}), None, schedule, settings)
         command = decision.execute
         if command is None:
             return nodes, step
@@ -161,7 +201,7 @@ def consolidate(
         placed = {p.key for new in command.replacements for p in new.pods}
         moving = [p for name in gone for p in nodes[name][0].pods if p.key not in placed]
         result = schedule(SchedulingInput(
-            pods=moving, provisioners=[info.spec], instance_types={info.name: info.instance_types},
+            pods=moving, provisioners=[pool.spec], instance_types={pool.provisioner.name: pool.instance_types},
             nodes=[s for s, _ in remaining.values()], daemonsets=daemons,
         ))  # fmt: skip
         if result.unschedulable:
@@ -184,7 +224,7 @@ def main() -> int:
     spec = provisioner_spec(load_provisioner(provisioner(["spot", "on-demand"])))
     od_prov = load_provisioner(provisioner(["on-demand"]))
     od_spec = provisioner_spec(od_prov)
-    info = ProvisionerInfo(od_prov, od_spec, catalog)
+    pool = Pool(ProvisionerView(od_prov.name, {}, od_prov, od_spec), catalog)
     print("optimality: karpy's $/hour over the offline MILP optimum (built-in catalog)")
     print(f"{'':<22} | {'provisioning, spot + on-demand':^60} | {'halved, then consolidated (on-demand)':^43}")
     print(f"{'workload':<16}{'pods':>6} | {'karpy':>8}{'optimum':>9}{'ratio':>7}{'nodes':>6}{'ms':>6}{'milp':>6}"
@@ -207,7 +247,7 @@ def main() -> int:
             nodes[f"node-{k}"] = (state_node(f"node-{k}", node, [p for p in node.pods if p.key in kept]),
                                   node.launch.price)  # fmt: skip
         halved = sum(c for _, c in nodes.values())
-        after, commands = consolidate(nodes, info, daemons)
+        after, commands = consolidate(nodes, pool, daemons)
         consolidated = sum(c for _, c in after.values())
         best_half, status_half = optimum([p for p in pods if p.key in kept], daemons, od_spec)
         mark = "" if status == "optimal" else "*"

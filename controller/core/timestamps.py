@@ -1,8 +1,8 @@
 """Kubernetes timestamps: the one place they are parsed and formatted.
 
-Pure, bottom layer. Epoch seconds (what `Clock.now()` gives) are the currency; `to_datetime()`
-is for the decision code that reasons in `datetime`s (deprovisioning). RFC 3339 with second
-precision for object timestamps and annotations, MicroTime for Leases and events.k8s.io.
+Pure, bottom layer. Epoch seconds (what `Clock.now()` gives) are the one time currency of every
+decision; text only at the edges: RFC 3339 with second precision for object timestamps and
+annotations, MicroTime for Leases and events.k8s.io.
 """
 
 from __future__ import annotations
@@ -28,14 +28,3 @@ def format_timestamp(seconds: float) -> str:
 def format_micro_timestamp(seconds: float) -> str:
     """Epoch seconds as a Kubernetes MicroTime (used by Leases and events.k8s.io)."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def to_datetime(seconds: float) -> datetime:
-    """Epoch seconds as a timezone-aware UTC `datetime`."""
-    return datetime.fromtimestamp(seconds, UTC)
-
-
-def parse_datetime(text: str | None) -> datetime | None:
-    """A Kubernetes timestamp as a UTC `datetime`, or None when absent or malformed."""
-    seconds = parse_timestamp(text)
-    return None if seconds is None else to_datetime(seconds)

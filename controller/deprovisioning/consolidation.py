@@ -1,4 +1,4 @@
-"""Consolidation's core: eligibility, pricing, and `compute_consolidation()` (spec §6.6).
+"""Consolidation's core: eligibility, candidates, pricing, and `compute_consolidation()` (spec §6.6).
 
 Pure. Given candidates, simulate their removal and answer delete (everything fits on the
 remaining nodes), replace (everything fits with one new, strictly cheaper node — or, for karpy's
@@ -7,31 +7,34 @@ Rules kept from Karpenter v0.27: never replace when all candidates are spot and 
 could be spot; a replacement that may be spot or on-demand is pinned to spot. karpy decision
 (decisions table): `karpenter.sh/do-not-consolidate: "true"` opts a node out and any other
 value means nothing (the provisioner's `consolidation.enabled` still decides).
-The three consolidators (empty, multi-node, single-node) are in `consolidators.py`.
+The consolidation methods are `emptynodeconsolidation.py`, `multinodeconsolidation.py`,
+`singlenodeconsolidation.py` and karpy's `repackconsolidation.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
-from controller.deprovisioning.commands import CONSOLIDATION, Command
+from controller.deprovisioning.candidates import by_disruption_cost, candidates, filter_candidates
+from controller.deprovisioning.events import unconsolidatable
 from controller.deprovisioning.simulation import ONE_NODE, simulate
-from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
+from controller.deprovisioning.types import CONSOLIDATION, Candidate, Command, Event, Inputs, Scheduler, price_of
 from controller.scheduling.instancetypes import allowed_offerings, launch_order
 from controller.scheduling.types import InstanceType, Launch, NewNode, SchedulingSettings
+from controller.state.snapshot import NodeView
 
 
-def consolidation_blocker(node: NodeInfo, snapshot: Snapshot) -> str | None:
+def consolidation_blocker(node: NodeView, inputs: Inputs) -> str | None:
     """Why `node` is not eligible for consolidation (None when it is)."""
     if node.annotations.get(L.DO_NOT_CONSOLIDATE) == "true":
         return f"{L.DO_NOT_CONSOLIDATE} annotation exists"
-    prov = snapshot.provisioners.get(node.provisioner_name or "")
-    if prov is None or not prov.provisioner.consolidation_enabled:
-        return f"provisioner {node.provisioner_name} has consolidation disabled"
+    prov = inputs.provisioners.get(node.provisioner or "")
+    if prov is None or not prov.consolidation_enabled:
+        return f"provisioner {node.provisioner} has consolidation disabled"
     return None
 
 
@@ -63,16 +66,6 @@ def with_options(node: NewNode, options: Sequence[InstanceType], reqs: Requireme
     return dataclasses.replace(node, requirements=reqs, instance_type_options=tuple(options), launch=launch)
 
 
-def candidates_price(cands: Iterable[Candidate]) -> float | None:
-    """Σ of each candidate's offering price; None when one has no known offering."""
-    total = 0.0
-    for c in cands:
-        if c.price is None:
-            return None
-        total += c.price
-    return total
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class Consolidation:
     """`compute_consolidation`'s answer: a command, or why there is none."""
@@ -82,7 +75,7 @@ class Consolidation:
 
 
 def compute_consolidation(
-    snapshot: Snapshot,
+    inputs: Inputs,
     cands: Sequence[Candidate],
     scheduler: Scheduler,
     *,
@@ -92,9 +85,9 @@ def compute_consolidation(
     """Delete `cands`, replace them with cheaper nodes, or nothing (spec §6.6 steps 1–9).
 
     Karpenter's consolidators replace with one node at most (`max_new_nodes=1`, the default);
-    karpy's repack consolidation (`repack.py`) allows several, their summed worst launch price
+    karpy's repack consolidation (`repackconsolidation.py`) allows several, their summed worst launch price
     strictly below the candidates' price."""
-    sim = simulate(snapshot, cands, scheduler, simulation)
+    sim = simulate(inputs, cands, scheduler, simulation)
     if sim is None:
         return Consolidation(None, "a candidate is already being deleted")
     if not sim.all_scheduled:
@@ -103,7 +96,7 @@ def compute_consolidation(
         return Consolidation(Command(CONSOLIDATION, tuple(cands)))
     if len(sim.new_nodes) > max_new_nodes:
         return Consolidation(None, f"can't remove without creating {len(sim.new_nodes)} nodes")
-    price = candidates_price(cands)
+    price = price_of(cands)
     if price is None:
         return Consolidation(None, "unable to determine the price of a candidate")
     bounds = price_bounds(sim.new_nodes, price)
@@ -153,3 +146,19 @@ def filter_out_same_type(cmd: Command) -> Command | None:
     if not options:
         return None
     return Command(cmd.deprovisioner, cmd.candidates, (with_options(new, options),))
+
+
+def consolidation_candidates(inputs: Inputs) -> tuple[list[Candidate], list[Event]]:
+    """Consolidatable candidates, filtered (PDB, do-not-evict) and ordered by disruption cost;
+    an `Unconsolidatable` event per node an annotation opts out."""
+    events: list[Event] = []
+
+    def eligible(cand: Candidate) -> bool:
+        why = consolidation_blocker(cand.node, inputs)
+        if why is not None and "annotation" in why:
+            events.append(unconsolidatable(cand.name, why))
+        return why is None
+
+    found = candidates(inputs, eligible)
+    kept, blocked = filter_candidates(found, inputs)
+    return by_disruption_cost(kept), events + blocked

@@ -1,7 +1,7 @@
 """The deprovisioning controller: `reconcile()` = snapshot → decide → act, one action at a time.
 
-Each call reads cluster state (nothing happens until it is synced), builds the deprovisioning
-snapshot and lets `decide()` pick at most one command (spec §6.2). Nothing blocks: a
+Each call reads cluster state (nothing happens until it is synced), wraps its snapshot in the
+pass's `Inputs` and lets `decide()` pick at most one command (spec §6.2). Nothing blocks: a
 consolidation command waiting for its validation time is kept (`_pending`) and re-checked on a
 later call; a replacement in progress (`_execution`) is followed across calls until every
 replacement node is initialized, then the candidate Nodes are deleted (the termination
@@ -28,13 +28,11 @@ from controller.decisions import DecisionLog
 from controller.deprovisioning import decisionlog
 from controller.deprovisioning import events as E
 from controller.deprovisioning import metrics as M
-from controller.deprovisioning.adapter import deprovisioning_snapshot
-from controller.deprovisioning.commands import Action, Command, Event
 from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
 from controller.deprovisioning.decide import Decision, Pending, decide
 from controller.deprovisioning.launcher import Launcher
 from controller.deprovisioning.outlook import Outlook, node_outlooks, progress_of, unconsolidatable_reasons
-from controller.deprovisioning.types import DeprovisioningSettings, Scheduler
+from controller.deprovisioning.types import Action, Command, DeprovisioningSettings, Event, Inputs, Scheduler
 from controller.events import EventRecorder
 from controller.kube.client import Kube, Obj
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
@@ -42,7 +40,7 @@ from controller.kube.resources import NODES
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
-from controller.state.snapshot import Snapshot as StateSnapshot
+from controller.state.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +105,9 @@ class DeprovisioningController:
         if consolidated and self._pending is None and snap.now - self._last_pass < self.settings.poll_period_seconds:
             return  # when consolidated, expiration and emptiness still get a pass every poll period
         self._last_pass = snap.now
-        dp = deprovisioning_snapshot(snap, self._instance_types(snap), consolidated)
+        inputs = Inputs.of(snap, self._instance_types(snap), consolidated)
         started = time.monotonic()
-        decision = decide(dp, self._pending, self._scheduler, self.settings)
+        decision = decide(inputs, self._pending, self._scheduler, self.settings)
         M.EVALUATION_DURATION.labels(method=decision.method or "all").observe(time.monotonic() - started)
         for deprovisioner, count in decision.eligible.items():
             M.ELIGIBLE_MACHINES.labels(deprovisioner=deprovisioner).set(count)
@@ -139,7 +137,7 @@ class DeprovisioningController:
             return False
         return True
 
-    def _instance_types(self, snap: StateSnapshot) -> dict[str, Sequence[InstanceType]]:
+    def _instance_types(self, snap: Snapshot) -> dict[str, Sequence[InstanceType]]:
         # the same resolved node templates as provisioning (a missing one: no types, no replacement)
         return dict(instance_types_for(snap, self._cloud).types)
 
@@ -147,10 +145,10 @@ class DeprovisioningController:
         """What would happen to each owned node now (`outlook.py`), from a fresh snapshot."""
         snap = self._state.snapshot()
         consolidated = self._idle_since is not None
-        dp = deprovisioning_snapshot(snap, self._instance_types(snap), consolidated)
+        inputs = Inputs.of(snap, self._instance_types(snap), consolidated)
         executing = self._execution.command if self._execution is not None else None
         progress = progress_of(self.last_decision, executing, self.settings.validation_wait_seconds)
-        return node_outlooks(dp, progress, self.unconsolidatable)
+        return node_outlooks(inputs, progress, self.unconsolidatable)
 
     # Acting ------------------------------------------------------------------------------------
 
@@ -190,7 +188,7 @@ class DeprovisioningController:
             self._event(Event(name, E.LAUNCHING, f"Launching node for {cmd}"))
         self._execution = Execution(cmd, tuple(launched), now)
 
-    def _follow(self, snap: StateSnapshot) -> None:
+    def _follow(self, snap: Snapshot) -> None:
         ex = self._execution
         assert ex is not None
         waiting = []
@@ -213,7 +211,7 @@ class DeprovisioningController:
         self._delete(ex.command)
         return None
 
-    def _fail(self, why: str, snap: StateSnapshot) -> None:
+    def _fail(self, why: str, snap: Snapshot) -> None:
         ex = self._execution
         assert ex is not None
         log.error("deprovisioning via %s failed: %s", ex.command.deprovisioner, why)
@@ -267,7 +265,7 @@ class DeprovisioningController:
             return
         log.info("uncordoned node %s", name)
 
-    def _lift_stale_cordons(self, snap: StateSnapshot) -> None:
+    def _lift_stale_cordons(self, snap: Snapshot) -> None:
         """Uncordon nodes karpy cordoned for a command that no longer runs (a killed controller's)."""
         in_progress = self._execution.command.node_names if self._execution is not None else ()
         for node in stale_cordons(snap.nodes.values(), in_progress):

@@ -1,11 +1,11 @@
-"""One deprovisioning pass: markers, then the strategies in their fixed order (spec §6.2).
+"""One deprovisioning pass: markers, then the methods in their fixed order (spec §6.2, style.md §7).
 
-Pure: `decide(snapshot, pending, scheduler, settings) -> Decision`. Order: expiration,
-emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
-consolidation (`repack.py`); the first strategy with a command acts. A consolidation command
+Pure: `decide(inputs, pending, scheduler, settings) -> Decision`. Order (`DEPROVISIONERS`):
+expiration, emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
+consolidation (`repackconsolidation.py`); the first method with a command acts. A consolidation command
 is not executed at once: it comes back as `pending`, the caller keeps it and passes it in
 again; once `validation_wait_seconds` have passed since it was
-computed it is re-validated on the fresh snapshot and, if still valid, executed. While a
+computed it is re-validated on the fresh inputs and, if still valid, executed. While a
 command is pending nothing else is decided (Karpenter blocks its loop for those 15 s).
 """
 
@@ -13,22 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 
-from controller.deprovisioning.commands import Annotate, Command, Event
-from controller.deprovisioning.consolidators import (
-    EmptyNodeConsolidation,
-    MultiNodeConsolidation,
-    SingleNodeConsolidation,
-)
 from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
+from controller.deprovisioning.emptynodeconsolidation import EmptyNodeConsolidation
 from controller.deprovisioning.expiration import Expiration
-from controller.deprovisioning.repack import RepackConsolidation
-from controller.deprovisioning.strategy import Strategy
-from controller.deprovisioning.types import DeprovisioningSettings, Scheduler, Snapshot
+from controller.deprovisioning.multinodeconsolidation import MultiNodeConsolidation
+from controller.deprovisioning.repackconsolidation import RepackConsolidation
+from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
+from controller.deprovisioning.types import (
+    Annotate,
+    Command,
+    Deprovisioner,
+    DeprovisioningSettings,
+    Event,
+    Inputs,
+    Scheduler,
+)
 from controller.deprovisioning.validation import validate
 
-STRATEGIES: tuple[Strategy, ...] = (
+DEPROVISIONERS: tuple[Deprovisioner, ...] = (
     Expiration(),
     Emptiness(),
     EmptyNodeConsolidation(),
@@ -44,7 +47,7 @@ class Pending:
 
     command: Command
     method: str
-    since: datetime
+    since: float
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,31 +70,32 @@ class Decision:
 
 
 def decide(
-    snapshot: Snapshot,
+    inputs: Inputs,
     pending: Pending | None,
     scheduler: Scheduler,
     settings: DeprovisioningSettings,
-    strategies: Sequence[Strategy] = STRATEGIES,
+    deprovisioners: Sequence[Deprovisioner] = DEPROVISIONERS,
 ) -> Decision:
-    markers = tuple(emptiness_annotations(snapshot))
-    wait = timedelta(seconds=settings.validation_wait_seconds)
+    markers = tuple(emptiness_annotations(inputs))
+    wait = settings.validation_wait_seconds
     if pending is not None:
-        if snapshot.now < pending.since + wait:
+        if inputs.now < pending.since + wait:
             return Decision(annotations=markers, pending=pending, method=pending.method)
-        checked = validate(pending.command, pending.method, snapshot, scheduler)
+        checked = validate(pending.command, pending.method, inputs, scheduler)
         if checked.command is None:
             return Decision(annotations=markers, dropped=checked.why_not, method=pending.method)
         return Decision(annotations=markers, execute=checked.command, method=pending.method)
     events: list[Event] = []
     eligible: dict[str, int] = {}
-    for strategy in strategies:
-        outcome = strategy.compute(snapshot, scheduler)
-        events.extend(outcome.events)
-        eligible[strategy.name] = max(eligible.get(strategy.name, 0), outcome.eligible)
-        if outcome.command is None:
+    for deprovisioner in deprovisioners:
+        proposal = deprovisioner.compute(inputs, scheduler)
+        events.extend(proposal.events)
+        eligible[deprovisioner.name] = max(eligible.get(deprovisioner.name, 0), proposal.eligible)
+        if proposal.command is None:
             continue
-        if strategy.needs_validation and wait > timedelta(0):
-            held = Pending(outcome.command, strategy.method, snapshot.now)
-            return Decision(markers, tuple(events), pending=held, method=strategy.method, eligible=eligible)
-        return Decision(markers, tuple(events), execute=outcome.command, method=strategy.method, eligible=eligible)
+        method = deprovisioner.method
+        if deprovisioner.needs_validation and wait > 0:
+            held = Pending(proposal.command, method, inputs.now)
+            return Decision(markers, tuple(events), pending=held, method=method, eligible=eligible)
+        return Decision(markers, tuple(events), execute=proposal.command, method=method, eligible=eligible)
     return Decision(markers, tuple(events), eligible=eligible)

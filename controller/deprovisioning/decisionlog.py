@@ -8,7 +8,7 @@ before and after — and one per command that failed, with why.
 from __future__ import annotations
 
 from controller.decisions import DEPROVISIONING_FAILED, Decision
-from controller.deprovisioning.commands import Command, price_after, price_before
+from controller.deprovisioning.types import Command
 
 CONTROLLER = "deprovisioning"
 
@@ -32,9 +32,9 @@ def carried_out(cmd: Command) -> Decision:
         instance_type=first.instance_type.name if first is not None else "",
         zone=first.zone if first is not None else "",
         capacity_type=first.capacity_type if first is not None else "",
-        price=price_before(cmd),
-        price_before=price_before(cmd),
-        price_after=price_after(cmd),
+        price=cmd.price_before,
+        price_before=cmd.price_before,
+        price_after=cmd.price_after,
         extra=_extra(cmd),
     )
 
@@ -46,7 +46,7 @@ def failed(cmd: Command, why: str) -> Decision:
         DEPROVISIONING_FAILED,
         f"node/{first}",
         f"{cmd.reason}: {why}",
-        price_before=price_before(cmd),
-        price_after=price_after(cmd),
+        price_before=cmd.price_before,
+        price_after=cmd.price_after,
         extra=_extra(cmd),
     )

@@ -10,45 +10,51 @@ than the TTL (an unparsable timestamp counts as expired).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 from controller.core import labels as L
-from controller.core.timestamps import format_timestamp, parse_datetime
+from controller.core.timestamps import format_timestamp, parse_timestamp
 from controller.deprovisioning.candidates import candidates
-from controller.deprovisioning.commands import EMPTINESS, Annotate, Command
-from controller.deprovisioning.strategy import Outcome
-from controller.deprovisioning.types import Candidate, NodeInfo, Scheduler, Snapshot
+from controller.deprovisioning.types import EMPTINESS, Annotate, Candidate, Command, Inputs, Proposal, Scheduler
+from controller.state.snapshot import NodeView
 
 
-def is_empty(node: NodeInfo) -> bool:
-    """Every bound pod is terminal, DaemonSet-owned or Node-owned (terminating pods still count)."""
-    return all(p.request.terminal or p.request.owner_kind in ("DaemonSet", "Node") for p in node.pods)
+def is_empty(node: NodeView) -> bool:
+    """Every readable bound pod is terminal, DaemonSet-owned or Node-owned (terminating pods
+    still count)."""
+    return all(
+        p.request is None or p.request.terminal or p.request.owner_kind in ("DaemonSet", "Node") for p in node.pods
+    )
 
 
-def emptiness_annotations(snapshot: Snapshot) -> list[Annotate]:
+def emptiness_annotations(inputs: Inputs) -> list[Annotate]:
     out = []
-    for node in snapshot.nodes:
-        prov = snapshot.provisioners.get(node.provisioner_name or "")
-        if prov is None or prov.provisioner.ttl_seconds_after_empty is None:
+    for node in inputs.nodes:
+        prov = inputs.provisioners.get(node.provisioner or "")
+        if prov is None or prov.ttl_seconds_after_empty is None:
             continue
-        if node.deleting or not node.state.initialized or node.nominated:
+        if node.deleting or not node.initialized or node.nominated:
             continue
         marked = L.EMPTINESS_TIMESTAMP in node.annotations
         empty = is_empty(node)
         if empty and not marked:
-            out.append(Annotate(node.name, L.EMPTINESS_TIMESTAMP, format_timestamp(snapshot.now.timestamp())))
+            out.append(Annotate(node.name, L.EMPTINESS_TIMESTAMP, format_timestamp(inputs.now)))
         elif marked and not empty:
             out.append(Annotate(node.name, L.EMPTINESS_TIMESTAMP, None))
     return out
 
 
-def empty_past_ttl(cand: Candidate, now: datetime) -> bool:
-    ttl = cand.provisioner.provisioner.ttl_seconds_after_empty
+def empty_since(cand: Candidate) -> float | None:
+    """When the emptiness marker says the node became empty (None: not marked, or unreadable)."""
+    return parse_timestamp(cand.node.annotations.get(L.EMPTINESS_TIMESTAMP))
+
+
+def empty_past_ttl(cand: Candidate, now: float) -> bool:
+    ttl = cand.provisioner.ttl_seconds_after_empty
     stamp = cand.node.annotations.get(L.EMPTINESS_TIMESTAMP)
     if ttl is None or cand.pods or stamp is None:
         return False
-    since = parse_datetime(stamp)
-    return since is None or now > since + timedelta(seconds=ttl)
+    since = empty_since(cand)
+    return since is None or now > since + ttl
 
 
 @dataclass(frozen=True)
@@ -57,8 +63,8 @@ class Emptiness:
     method: str = EMPTINESS
     needs_validation: bool = False
 
-    def compute(self, snapshot: Snapshot, scheduler: Scheduler) -> Outcome:
-        found = candidates(snapshot, lambda c: empty_past_ttl(c, snapshot.now))
+    def compute(self, inputs: Inputs, scheduler: Scheduler) -> Proposal:
+        found = candidates(inputs, lambda c: empty_past_ttl(c, inputs.now))
         if not found:
-            return Outcome()
-        return Outcome(Command(EMPTINESS, tuple(found)), eligible=len(found))
+            return Proposal()
+        return Proposal(Command(EMPTINESS, tuple(found)), eligible=len(found))

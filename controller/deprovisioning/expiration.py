@@ -11,19 +11,16 @@ proceeds even if some pods cannot be placed (spec §12.11). One node per pass, n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from controller.core import labels as L
 from controller.deprovisioning.candidates import candidates, expiration_time, filter_candidates
-from controller.deprovisioning.commands import EXPIRATION, Command
 from controller.deprovisioning.simulation import simulate
-from controller.deprovisioning.strategy import Outcome
-from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
+from controller.deprovisioning.types import EXPIRATION, Candidate, Command, Inputs, Proposal, Scheduler
 
 EXPIRED = "expired"
 
 
-def is_expired(cand: Candidate, now: datetime) -> bool:
+def is_expired(cand: Candidate, now: float) -> bool:
     expires = expiration_time(cand)
     if expires is None:
         return False
@@ -39,13 +36,13 @@ class Expiration:
     method: str = EXPIRATION
     needs_validation: bool = False
 
-    def compute(self, snapshot: Snapshot, scheduler: Scheduler) -> Outcome:
-        found = candidates(snapshot, lambda c: is_expired(c, snapshot.now))
-        kept, events = filter_candidates(found, snapshot)
-        kept.sort(key=lambda c: (expiration_time(c) or snapshot.now, c.name))
+    def compute(self, inputs: Inputs, scheduler: Scheduler) -> Proposal:
+        found = candidates(inputs, lambda c: is_expired(c, inputs.now))
+        kept, events = filter_candidates(found, inputs)
+        kept.sort(key=lambda c: (expiration_time(c) or inputs.now, c.name))
         for cand in kept:
-            sim = simulate(snapshot, [cand], scheduler)
+            sim = simulate(inputs, [cand], scheduler)
             if sim is None:
                 continue
-            return Outcome(Command(EXPIRATION, (cand,), sim.new_nodes), tuple(events), len(kept))
-        return Outcome(events=tuple(events), eligible=len(kept))
+            return Proposal(Command(EXPIRATION, (cand,), sim.new_nodes), tuple(events), len(kept))
+        return Proposal(events=tuple(events), eligible=len(kept))

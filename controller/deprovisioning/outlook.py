@@ -1,6 +1,6 @@
 """What would happen to each node now: the dashboard's "why (not) this node" answer.
 
-Pure. `node_outlooks()` reads one deprovisioning `Snapshot`, the last pass's `Decision`, the
+Pure. `node_outlooks()` reads one pass's `Inputs`, the last pass's `Decision`, the
 command in progress and the last consolidation pass's per-node reasons, and gives every owned
 node one `Outlook`: a `verdict` and a sentence. It reuses the strategies' own predicates
 (`new_candidate`, `blocked_reason`, `is_expired`, `empty_past_ttl`, `consolidation_blocker`), so
@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 from controller.core import labels as L
-from controller.core.timestamps import parse_datetime
+from controller.core.timestamps import format_timestamp
 from controller.deprovisioning.candidates import blocked_reason, expiration_time, new_candidate
-from controller.deprovisioning.commands import Command
 from controller.deprovisioning.consolidation import consolidation_blocker
 from controller.deprovisioning.decide import Decision
-from controller.deprovisioning.emptiness import empty_past_ttl
+from controller.deprovisioning.emptiness import empty_past_ttl, empty_since
+from controller.deprovisioning.events import UNCONSOLIDATABLE
 from controller.deprovisioning.expiration import is_expired
-from controller.deprovisioning.types import Candidate, NodeInfo, Snapshot
+from controller.deprovisioning.types import Candidate, Command, Inputs
+from controller.state.snapshot import NodeView
 
 DELETING = "deleting"  # being deleted or replaced now
 EXPIRE = "expire"  # expired: will be replaced
@@ -51,27 +51,23 @@ class Progress:
     """What the controller holds between passes: the pending command and the one executing."""
 
     pending: Command | None = None
-    pending_until: datetime | None = None
+    pending_until: float | None = None
     executing: Command | None = None
 
 
-def _iso(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _not_candidate_reason(node: NodeInfo, snapshot: Snapshot) -> str:
+def _not_candidate_reason(node: NodeView, inputs: Inputs) -> str:
     labels = node.labels
     prov_name = labels.get(L.PROVISIONER_NAME, "")
-    if prov_name not in snapshot.provisioners:
+    if prov_name not in inputs.provisioners:
         return f"provisioner {prov_name} is missing or invalid"
     if not labels.get(L.CAPACITY_TYPE) or not labels.get(L.ZONE):
         return "the node lacks its capacity-type or zone label"
-    types = snapshot.provisioners[prov_name].instance_types
+    types = inputs.instance_types.get(prov_name, ())
     if not any(it.name == labels.get(L.INSTANCE_TYPE) for it in types):
         return f"instance type {labels.get(L.INSTANCE_TYPE)} is no longer offered to provisioner {prov_name}"
     if node.nominated:
         return "nominated for pending pods"
-    if not node.state.initialized:
+    if not node.initialized:
         return "not initialized yet (waiting for Ready)"
     return "not eligible for disruption"
 
@@ -80,9 +76,7 @@ def _in(cmd: Command | None, name: str) -> bool:
     return cmd is not None and name in cmd.node_names
 
 
-def node_outlook(
-    node: NodeInfo, snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]
-) -> Outlook:
+def node_outlook(node: NodeView, inputs: Inputs, progress: Progress, unconsolidatable: Mapping[str, str]) -> Outlook:
     """One node's outlook (see the module docstring); the checks follow the strategies' order."""
     if node.deleting:
         return Outlook(DELETING, "being deleted: its pods are drained, then the instance is terminated")
@@ -91,50 +85,49 @@ def node_outlook(
         return Outlook(DELETING, f"being removed by {progress.executing.reason}: {progress.executing}")
     if node.marked_for_deletion:
         return Outlook(DELETING, "marked for deletion")
-    cand = new_candidate(node, snapshot)
+    cand = new_candidate(node, inputs)
     if cand is None:
-        return Outlook(NOT_CANDIDATE, _not_candidate_reason(node, snapshot))
+        return Outlook(NOT_CANDIDATE, _not_candidate_reason(node, inputs))
     expires = expiration_time(cand)
-    found = _disruption(cand, snapshot, progress, unconsolidatable)
-    return Outlook(found.verdict, found.reason, _iso(expires) if expires else "")
+    found = _disruption(cand, inputs, progress, unconsolidatable)
+    return Outlook(found.verdict, found.reason, format_timestamp(expires) if expires is not None else "")
 
 
-def _disruption(
-    cand: Candidate, snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]
-) -> Outlook:
-    now, blocked = snapshot.now, blocked_reason(cand, snapshot)
+def _disruption(cand: Candidate, inputs: Inputs, progress: Progress, unconsolidatable: Mapping[str, str]) -> Outlook:
+    now, blocked = inputs.now, blocked_reason(cand, inputs)
     if is_expired(cand, now):
         if blocked:
             return Outlook(BLOCKED, f"expired, but it cannot be disrupted: {blocked}")
         return Outlook(EXPIRE, "expired (ttlSecondsUntilExpired): it will be replaced")
-    ttl = cand.provisioner.provisioner.ttl_seconds_after_empty
+    ttl = cand.provisioner.ttl_seconds_after_empty
     stamp = cand.node.annotations.get(L.EMPTINESS_TIMESTAMP)
     if ttl is not None and not cand.pods and stamp is not None:
         if empty_past_ttl(cand, now):
             return Outlook(EMPTY, "empty for longer than ttlSecondsAfterEmpty: it will be deleted")
-        since = parse_datetime(stamp)
+        since = empty_since(cand)
         if since is not None:
-            return Outlook(EMPTY, f"empty since {_iso(since)}: deleted at {_iso(since + timedelta(seconds=ttl))}")
+            when = f"empty since {format_timestamp(since)}: deleted at {format_timestamp(since + ttl)}"
+            return Outlook(EMPTY, when)
     if _in(progress.pending, cand.name):
         assert progress.pending is not None
-        until = f" at {_iso(progress.pending_until)}" if progress.pending_until else ""
+        until = f" at {format_timestamp(progress.pending_until)}" if progress.pending_until is not None else ""
         action = progress.pending.action.value
         return Outlook(CONSOLIDATE, f"consolidation ({action}) chosen; validation wait ends{until}, then re-checked")
-    why_not = consolidation_blocker(cand.node, snapshot)
+    why_not = consolidation_blocker(cand.node, inputs)
     if why_not is not None:
         return Outlook(KEPT, f"not consolidated: {why_not}")
     if blocked:
         return Outlook(BLOCKED, f"cannot be disrupted: {blocked}")
     if cand.name in unconsolidatable:
         return Outlook(KEPT, f"not consolidated: {unconsolidatable[cand.name]}")
-    if snapshot.consolidated:
+    if inputs.consolidated:
         return Outlook(KEPT, "not consolidated: the last consolidation pass found no cheaper placement")
     return Outlook(KEPT, "not consolidated: no cheaper placement found yet")
 
 
-def node_outlooks(snapshot: Snapshot, progress: Progress, unconsolidatable: Mapping[str, str]) -> dict[str, Outlook]:
+def node_outlooks(inputs: Inputs, progress: Progress, unconsolidatable: Mapping[str, str]) -> dict[str, Outlook]:
     """Every owned node's outlook, by node name."""
-    return {n.name: node_outlook(n, snapshot, progress, unconsolidatable) for n in snapshot.nodes}
+    return {n.name: node_outlook(n, inputs, progress, unconsolidatable) for n in inputs.nodes}
 
 
 def progress_of(decision: Decision | None, executing: Command | None, wait_seconds: float) -> Progress:
@@ -142,9 +135,9 @@ def progress_of(decision: Decision | None, executing: Command | None, wait_secon
     if decision is None or decision.pending is None:
         return Progress(executing=executing)
     pending = decision.pending
-    return Progress(pending.command, pending.since + timedelta(seconds=wait_seconds), executing)
+    return Progress(pending.command, pending.since + wait_seconds, executing)
 
 
 def unconsolidatable_reasons(decision: Decision) -> dict[str, str]:
     """Per-node reasons a consolidation pass gave for leaving nodes alone."""
-    return {e.node: e.message for e in decision.events if e.reason == "Unconsolidatable"}
+    return {e.node: e.message for e in decision.events if e.reason == UNCONSOLIDATABLE}

@@ -1,9 +1,10 @@
 """Scheduling simulation: if these candidates were gone, where would their pods go? (spec §6.2)
 
-Pure, apart from calling the injected scheduler (itself pure). The remaining capacity is every
-node that is neither a candidate nor marked for deletion; the pods are the candidates' pods,
-the pods of nodes already being deleted, and the pending pods (so a replacement also absorbs
-them). A pod placed on a node that is not initialized counts as not scheduled.
+Pure, apart from calling the injected scheduler (itself pure). The input is built by the one
+builder of the scheduler's view (`state/schedulinginput.py`): the remaining capacity is every
+owned node that is neither a candidate nor marked for deletion; the pods are the candidates'
+pods, the pods of nodes already being deleted, and the pending pods (so a replacement also
+absorbs them). A pod placed on a node that is not initialized counts as not scheduled.
 
 karpy decision (as later Karpenter, `AllNonPendingPodsScheduled`): only the pods that would
 have to move must schedule; a pending pod that fits nowhere does not block deprovisioning.
@@ -14,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
-from controller.scheduling.types import NewNode, PodRequest, SchedulingInput, SchedulingResult, SchedulingSettings
+from controller.deprovisioning.types import Candidate, Inputs, Scheduler, requests
+from controller.scheduling.types import NewNode, SchedulingResult, SchedulingSettings
+from controller.state.schedulinginput import scheduling_input
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,32 +43,22 @@ ONE_NODE = SchedulingSettings(exact_more_nodes=False)
 
 
 def simulate(
-    snapshot: Snapshot, cands: Sequence[Candidate], scheduler: Scheduler, settings: SchedulingSettings = ONE_NODE
+    inputs: Inputs, cands: Sequence[Candidate], scheduler: Scheduler, settings: SchedulingSettings = ONE_NODE
 ) -> Simulation | None:
     """Simulate removing `cands` under `settings`; None (abort, retry later) if one is already
     marked for deletion."""
     names = {c.name for c in cands}
     if any(c.node.marked_for_deletion for c in cands):
         return None
-    moving: list[PodRequest] = [p.request for c in cands for p in c.pods]
-    moving += [
-        p.request for n in snapshot.nodes if n.marked_for_deletion and n.name not in names for p in n.reschedulable_pods
-    ]
-    remaining = [n for n in snapshot.nodes if n.name not in names and not n.marked_for_deletion]
-    result = scheduler(
-        SchedulingInput(
-            pods=[*moving, *snapshot.pending_pods],
-            provisioners=[p.spec for p in snapshot.provisioners.values()],
-            instance_types={name: p.instance_types for name, p in snapshot.provisioners.items()},
-            nodes=[n.state for n in remaining],
-            daemonsets=snapshot.daemonsets,
-            settings=settings,
-            volumes=snapshot.volumes,
-        )
-    )
+    moving = requests(p for c in cands for p in c.pods)
+    moving += requests(p for p in inputs.provisionable.rescheduled if p.node_name not in names)
+    remaining = [n for n in inputs.nodes if n.name not in names and not n.marked_for_deletion]
+    pods = [*moving, *inputs.provisionable.pending_requests()]
+    nodes = [n.state_node() for n in remaining]
+    result = scheduler(scheduling_input(inputs.state, pods, nodes, inputs.instance_types, settings))
     must_move = {p.key for p in moving}
     errors = {key: why for key, why in result.unschedulable.items() if key in must_move}
-    uninitialized = {n.name for n in remaining if not n.state.initialized}
+    uninitialized = {n.name for n in remaining if not n.initialized}
     for node_name, pod_keys in result.existing_assignments.items():
         if node_name in uninitialized:
             for key in pod_keys:

@@ -1,136 +1,39 @@
-"""The frozen inputs of a deprovisioning decision: one `Snapshot` of the cluster.
+"""What every deprovisioning module shares (Karpenter's `deprovisioning/types.go`).
 
-Pure data. The acting layer (`controller.py`) builds a `Snapshot` from cluster state; every
-decision module reads only this. Times are timezone-aware `datetime`s, `Snapshot.now` comes
-from the injected clock.
+Pure data. A pass reads `Inputs`: cluster state's `Snapshot` — the same views every controller
+reads, no second model — with the instance types each valid Provisioner may launch and the
+consolidated flag. A `Candidate` wraps a `NodeView` that may be disrupted; a method (a
+`Deprovisioner`) answers a `Proposal` holding at most one `Command`; `Annotate` and `Event` are
+what a pass asks the acting layer to write. Times are epoch seconds from the injected clock, as
+everywhere else. The method names (the `deprovisioner` metric label and the evaluation
+`method`) are declared here once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from typing import Protocol
 
 from controller.apis.provisioner import Provisioner
-from controller.core import labels as L
-from controller.scheduling.types import (
-    InstanceType,
-    LabelSelector,
-    Offering,
-    PodRequest,
-    ProvisionerSpec,
-    SchedulingInput,
-    SchedulingResult,
-    StateNode,
-    VolumeObjects,
-)
+from controller.core.labels import CAPACITY_TYPE
+from controller.scheduling.types import InstanceType, NewNode, Offering, PodRequest, SchedulingInput, SchedulingResult
+from controller.state.schedulinginput import Provisionable, provisionable
+from controller.state.snapshot import NodeView, PdbView, PodView, Snapshot
 
 Scheduler = Callable[[SchedulingInput], SchedulingResult]
 """The pure scheduler (`controller.scheduling.scheduler.schedule`), injected for simulations."""
 
-
-@dataclass(frozen=True, eq=False)
-class PodInfo:
-    """A pod bound to a node: its scheduling view plus what disruption decisions read."""
-
-    request: PodRequest
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    priority: int = 0
-    deleting: bool = False
-
-    @property
-    def key(self) -> str:
-        return self.request.key
-
-    @property
-    def reschedulable(self) -> bool:
-        """Spec §6.2 candidate pods: not static (Node-owned), not DaemonSet-owned, not terminal/terminating."""
-        owner = self.request.owner_kind
-        return owner not in ("Node", "DaemonSet") and not self.request.terminal and not self.deleting
-
-    @property
-    def do_not_evict(self) -> bool:
-        return self.annotations.get(L.DO_NOT_EVICT) == "true"
-
-
-@dataclass(frozen=True, eq=False)
-class NodeInfo:
-    """A node as deprovisioning sees it. `state` is what the scheduler reads (its `pods` are the
-    bound pods as `PodRequest`s); `pods` are the same pods with annotations and priority."""
-
-    state: StateNode
-    created: datetime
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    pods: tuple[PodInfo, ...] = ()
-    deleting: bool = False
-    nominated: bool = False
-
-    @property
-    def name(self) -> str:
-        return self.state.name
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return self.state.labels
-
-    @property
-    def provisioner_name(self) -> str | None:
-        return self.state.provisioner_name
-
-    @property
-    def marked_for_deletion(self) -> bool:
-        return self.state.marked_for_deletion or self.deleting
-
-    @property
-    def reschedulable_pods(self) -> tuple[PodInfo, ...]:
-        return tuple(p for p in self.pods if p.reschedulable)
-
-
-@dataclass(frozen=True, eq=False)
-class ProvisionerInfo:
-    """A Provisioner with its scheduling view and the instance types it may launch."""
-
-    provisioner: Provisioner
-    spec: ProvisionerSpec
-    instance_types: tuple[InstanceType, ...]
-
-    @property
-    def name(self) -> str:
-        return self.provisioner.name
-
-
-@dataclass(frozen=True, slots=True)
-class DisruptionBudget:
-    """A PodDisruptionBudget reduced to what candidate filtering reads (spec §6.2)."""
-
-    namespace: str
-    name: str
-    selector: LabelSelector
-    disruptions_allowed: int
-
-    def selects(self, pod: PodInfo) -> bool:
-        return pod.request.namespace == self.namespace and self.selector.matches(pod.request.labels)
-
-
-@dataclass(frozen=True, eq=False)
-class Snapshot:
-    """Everything one deprovisioning pass reads.
-
-    `consolidated` is Karpenter's "nothing changed since the last pass that found nothing"
-    flag (spec §5.10): while set, the consolidation strategies do nothing.
-    """
-
-    now: datetime
-    nodes: tuple[NodeInfo, ...]
-    provisioners: Mapping[str, ProvisionerInfo]
-    pdbs: tuple[DisruptionBudget, ...] = ()
-    pending_pods: tuple[PodRequest, ...] = ()
-    daemonsets: tuple[PodRequest, ...] = ()
-    consolidated: bool = False
-    volumes: VolumeObjects | None = None  # the pods' claims, volumes and attach limits
-
-    def node(self, name: str) -> NodeInfo | None:
-        return next((n for n in self.nodes if n.name == name), None)
+# Deprovisioners (the metric label, the first half of a command's reason) and their methods.
+EXPIRATION = "expiration"
+EMPTINESS = "emptiness"
+CONSOLIDATION = "consolidation"
+EMPTY_NODE_CONSOLIDATION = "emptynodeconsolidation"
+MULTI_NODE_CONSOLIDATION = "multinodeconsolidation"
+SINGLE_NODE_CONSOLIDATION = "singlenodeconsolidation"
+REPACK_CONSOLIDATION = "repackconsolidation"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +48,57 @@ class DeprovisioningSettings:
 
 
 @dataclass(frozen=True, eq=False)
+class Inputs:
+    """Everything one deprovisioning pass reads.
+
+    `instance_types` has an entry for every valid Provisioner (`Inputs.of`). `consolidated` is
+    Karpenter's "nothing changed since the last pass that found nothing" flag (spec §5.10):
+    while set, the consolidation methods do nothing.
+    """
+
+    state: Snapshot
+    instance_types: Mapping[str, tuple[InstanceType, ...]]
+    consolidated: bool = False
+
+    @staticmethod
+    def of(state: Snapshot, instance_types: Mapping[str, Sequence[InstanceType]], consolidated: bool = False) -> Inputs:
+        types = {v.name: tuple(instance_types.get(v.name, ())) for v in state.valid_provisioners()}
+        return Inputs(state, types, consolidated)
+
+    @property
+    def now(self) -> float:
+        return self.state.now
+
+    @cached_property
+    def nodes(self) -> tuple[NodeView, ...]:
+        """The nodes karpy owns (labelled with their Provisioner), by name."""
+        return tuple(n for _, n in sorted(self.state.nodes.items()) if n.owned)
+
+    @cached_property
+    def provisioners(self) -> Mapping[str, Provisioner]:
+        """The valid Provisioners not being deleted, by name."""
+        return {v.name: v.provisioner for v in self.state.valid_provisioners() if v.provisioner is not None}
+
+    @property
+    def pdbs(self) -> tuple[PdbView, ...]:
+        return self.state.pdbs
+
+    @cached_property
+    def provisionable(self) -> Provisionable:
+        """The pods provisioning would place now: pending ones, and those of nodes being deleted."""
+        return provisionable(self.state)
+
+    def node(self, name: str) -> NodeView | None:
+        node = self.state.nodes.get(name)
+        return node if node is not None and node.owned else None
+
+
+@dataclass(frozen=True, eq=False)
 class Candidate:
     """A node that may be disrupted, with what pricing and ordering need."""
 
-    node: NodeInfo
-    provisioner: ProvisionerInfo
+    node: NodeView
+    provisioner: Provisioner
     instance_type: InstanceType
     capacity_type: str
     zone: str
@@ -161,10 +110,130 @@ class Candidate:
         return self.node.name
 
     @property
-    def pods(self) -> tuple[PodInfo, ...]:
-        """The pods that would have to move (static, daemonset, terminal, terminating pods excluded)."""
-        return self.node.reschedulable_pods
+    def pods(self) -> tuple[PodView, ...]:
+        """The pods that would have to move (`NodeView.movable_pods`)."""
+        return self.node.movable_pods()
 
     @property
     def price(self) -> float | None:
         return self.offering.price if self.offering is not None else None
+
+
+def requests(pods: Iterable[PodView]) -> list[PodRequest]:
+    """The scheduler's view of `pods` (movable pods always have one)."""
+    return [p.request for p in pods if p.request is not None]
+
+
+def price_of(cands: Iterable[Candidate]) -> float | None:
+    """Σ of the candidates' offering prices: what removing them saves per hour (None when one has
+    no known offering)."""
+    total = 0.0
+    for c in cands:
+        if c.price is None:
+            return None
+        total += c.price
+    return total
+
+
+class Action(StrEnum):
+    DELETE = "delete"
+    REPLACE = "replace"
+
+
+@dataclass(frozen=True, eq=False)
+class Command:
+    """Remove `candidates`; with `replacements`, launch those first (action derived as Karpenter does)."""
+
+    deprovisioner: str
+    candidates: tuple[Candidate, ...]
+    replacements: tuple[NewNode, ...] = ()
+
+    @property
+    def action(self) -> Action:
+        return Action.REPLACE if self.replacements else Action.DELETE
+
+    @property
+    def reason(self) -> str:
+        """`<deprovisioner>/<action>`: the metric label and event text (spec §6.7)."""
+        return f"{self.deprovisioner}/{self.action}"
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.candidates)
+
+    @property
+    def price_before(self) -> float | None:
+        """The hourly price of the candidates (None when one has no known offering)."""
+        return price_of(self.candidates)
+
+    @property
+    def price_after(self) -> float | None:
+        """The hourly price of the replacements as they would launch (0 for a delete)."""
+        prices = [r.launch.price if r.launch is not None else None for r in self.replacements]
+        return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)
+
+    def __str__(self) -> str:
+        nodes = ", ".join(f"{c.name}/{c.instance_type.name}/{c.capacity_type}" for c in self.candidates)
+        text = f"{self.action}, terminating {len(self.candidates)} machines {nodes}"
+        for r in self.replacements:
+            types = _type_names(r.instance_type_options)
+            text += f" and replacing with {_capacity_types(r)} machine from types {types}"
+        return text
+
+
+def _type_names(types: Sequence[object]) -> str:
+    names = [str(getattr(t, "name", t)) for t in types]
+    shown = ", ".join(names[:5])
+    return shown + (f" and {len(names) - 5} other(s)" if len(names) > 5 else "")
+
+
+def _capacity_types(node: NewNode) -> str:
+    req = node.requirements.get_or_exists(CAPACITY_TYPE)
+    if req.complement:
+        return "spot/on-demand"
+    return "/".join(sorted(req.values))
+
+
+@dataclass(frozen=True, slots=True)
+class Annotate:
+    """Set (`value` a string) or remove (`value` None) one annotation of a node."""
+
+    node: str
+    key: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A Kubernetes event on a Node (spec §9.2); the reasons are declared in `events.py`."""
+
+    node: str
+    reason: str
+    message: str
+    type: str = "Normal"
+
+
+@dataclass(frozen=True, eq=False)
+class Proposal:
+    """A method's answer: a command (or None), the events to record, how many nodes were eligible."""
+
+    command: Command | None = None
+    events: tuple[Event, ...] = ()
+    eligible: int = 0
+
+
+class Deprovisioner(Protocol):
+    """A deprovisioning method (Karpenter's `Deprovisioner`). `name` is the deprovisioner
+    (metric/event label), `method` the evaluation label; `needs_validation` commands wait and are
+    re-checked before acting. The fixed order of the methods lives in `decide.py`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def needs_validation(self) -> bool: ...
+
+    def compute(self, inputs: Inputs, scheduler: Scheduler) -> Proposal: ...

@@ -2,7 +2,7 @@
 
 Pure. A consolidation command is computed, then held for `validation_wait_seconds` (15 s) while
 the cluster moves on (pods arrive, nodes get nominated); `validate()` recomputes against the
-fresh snapshot. For an empty-node command, the nodes still candidates must still be empty. For
+fresh inputs. For an empty-node command, the nodes still candidates must still be empty. For
 the others, every candidate must still be one (eligible, not blocked, not nominated) and a new
 simulation must give the same kind of answer: delete stays delete, a replacement's instance
 types must all still be offered. A repack's replacement by several nodes (karpy's) is re-simulated
@@ -15,14 +15,17 @@ import math
 from dataclasses import dataclass
 
 from controller.deprovisioning.candidates import candidates
-from controller.deprovisioning.commands import Command, price_after
-from controller.deprovisioning.consolidation import consolidation_blocker
-from controller.deprovisioning.consolidators import consolidation_candidates
-from controller.deprovisioning.repack import REPACK_METHOD, REPACK_SIMULATION
+from controller.deprovisioning.consolidation import consolidation_blocker, consolidation_candidates
+from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
 from controller.deprovisioning.simulation import ONE_NODE, Simulation, simulate
-from controller.deprovisioning.types import Candidate, Scheduler, Snapshot
-
-EMPTY_NODE_METHOD = "emptynodeconsolidation"
+from controller.deprovisioning.types import (
+    EMPTY_NODE_CONSOLIDATION,
+    REPACK_CONSOLIDATION,
+    Candidate,
+    Command,
+    Inputs,
+    Scheduler,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,16 +40,16 @@ def _invalid(cmd: Command, why: str) -> Validation:
     return Validation(None, f"command is no longer valid, {why}: {cmd}")
 
 
-def validate(cmd: Command, method: str, snapshot: Snapshot, scheduler: Scheduler) -> Validation:
-    if method == EMPTY_NODE_METHOD:
-        return _validate_empty(cmd, snapshot)
-    current, _ = consolidation_candidates(snapshot)
+def validate(cmd: Command, method: str, inputs: Inputs, scheduler: Scheduler) -> Validation:
+    if method == EMPTY_NODE_CONSOLIDATION:
+        return _validate_empty(cmd, inputs)
+    current, _ = consolidation_candidates(inputs)
     by_name = {c.name: c for c in current}
     mapped: list[Candidate] = [by_name[n] for n in cmd.node_names if n in by_name]
     if len(mapped) != len(cmd.candidates):
         return _invalid(cmd, "a candidate is no longer eligible")
-    repack = method == REPACK_METHOD
-    sim = simulate(snapshot, mapped, scheduler, REPACK_SIMULATION if repack else ONE_NODE)
+    repack = method == REPACK_CONSOLIDATION
+    sim = simulate(inputs, mapped, scheduler, REPACK_SIMULATION if repack else ONE_NODE)
     if sim is None:
         return _invalid(cmd, "a candidate is being deleted")
     if not sim.all_scheduled:
@@ -70,15 +73,15 @@ def validate(cmd: Command, method: str, snapshot: Snapshot, scheduler: Scheduler
 def _validate_several(cmd: Command, mapped: list[Candidate], sim: Simulation) -> Validation:
     """A replacement by several nodes (repack consolidation, karpy's): the pods must still fit on
     no more new nodes, whose planned launches cost no more than the command's."""
-    planned = price_after(cmd)
+    planned = cmd.price_after
     now = sum(n.launch.price if n.launch is not None else math.inf for n in sim.new_nodes)
     if planned is None or now > planned + 1e-9:
         return _invalid(cmd, "the replacements would now cost more")
     return Validation(Command(cmd.deprovisioner, tuple(mapped), cmd.replacements))
 
 
-def _validate_empty(cmd: Command, snapshot: Snapshot) -> Validation:
-    current = candidates(snapshot, lambda c: consolidation_blocker(c.node, snapshot) is None)
+def _validate_empty(cmd: Command, inputs: Inputs) -> Validation:
+    current = candidates(inputs, lambda c: consolidation_blocker(c.node, inputs) is None)
     by_name = {c.name: c for c in current}
     mapped = [by_name[n] for n in cmd.node_names if n in by_name]
     if any(c.pods for c in mapped):

@@ -14,12 +14,12 @@ Also sets the `karpenter_provisioner_{limit,usage,usage_pct}` gauges.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 from controller.apis.awsnodetemplate import NodeTemplateNotFoundError, resolve_node_template
 from controller.apis.errors import InvalidObjectError
 from controller.core.resources import format_resources
+from controller.core.timestamps import format_timestamp
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError
 from controller.kube.resources import PROVISIONERS
@@ -49,7 +49,7 @@ def ready_condition(view: ProvisionerView, snap: Snapshot, default_template: str
             status, reason, message = "False", "InvalidNodeTemplate", f"reading its AWSNodeTemplate: {err}"
     current = _current_ready(view)
     since = current.get("lastTransitionTime") if current.get("status") == status else None
-    stamp = since or datetime.fromtimestamp(snap.now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = since or format_timestamp(snap.now)
     out = {"type": "Ready", "status": status, "reason": reason, "lastTransitionTime": str(stamp)}
     if message:
         out["message"] = message[:1024]

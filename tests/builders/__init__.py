@@ -5,6 +5,6 @@
 - `scheduling` — the scheduler's typed inputs (`InstanceType`, `ProvisionerSpec`, `PodRequest`,
   `StateNode`), built through the same parsers users' documents go through, plus `run()` and
   readable expectations.
-- `deprovisioning` — the deprovisioning decision inputs (`NodeInfo`, `PodInfo`, `Snapshot`), on
-  the scheduling builders' instance types.
+- `deprovisioning` — a deprovisioning pass's `Inputs`: cluster state's own views (`NodeView`,
+  `PodView`, `PdbView`, `ProvisionerView`), on the scheduling builders' instance types.
 """

@@ -1,34 +1,33 @@
-"""Builders with defaults for deprovisioning tests (the decision inputs of `types.py`).
+"""Builders with defaults for deprovisioning tests: cluster state's own views (`NodeView`,
+`PodView`, `PdbView`, `ProvisionerView`) gathered into a pass's `Inputs`.
 
 Deprovisioning decisions are tested with the real scheduler (`controller.scheduling.scheduler.
-schedule`), so a consolidation test sees the replacements karpy would really launch.
+schedule`), so a consolidation test sees the replacements karpy would really launch. Times are
+epoch seconds (`at(seconds)` after `T0`), as the decision code reads them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from controller.apis.provisioner import Provisioner
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
-from controller.deprovisioning.types import DisruptionBudget, NodeInfo, PodInfo, ProvisionerInfo, Snapshot
-from controller.scheduling.types import (
-    InstanceType,
-    LabelSelector,
-    PodRequest,
-    ProvisionerSpec,
-    StateNode,
-)
+from controller.deprovisioning.types import Inputs
+from controller.scheduling.types import InstanceType, LabelSelector, PodRequest, ProvisionerSpec
+from controller.state.snapshot import NodeView, PdbView, PodView, ProvisionerView, Snapshot
 from tests.builders.scheduling import make_instance_type
 
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T0 = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
 GI = 1024**3
 ZONE_A = "zone-a"
 
 
-def at(seconds: float) -> datetime:
-    return T0 + timedelta(seconds=seconds)
+def at(seconds: float) -> float:
+    return T0 + seconds
 
 
 def instance_type(name: str, cpu: int, price: float, spot_price: float | None = None) -> InstanceType:
@@ -46,103 +45,106 @@ LARGE = instance_type("large", 8, price=0.40, spot_price=0.12)
 CATALOG = (SMALL, MEDIUM, LARGE)
 
 
+@dataclass(frozen=True)
+class ProvisionerWithTypes:
+    """A Provisioner's state view and the instance types the cloud offers it."""
+
+    view: ProvisionerView
+    instance_types: tuple[InstanceType, ...]
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
+    def provisioner(self) -> Provisioner:
+        assert self.view.provisioner is not None
+        return self.view.provisioner
+
+
 def make_provisioner(
-    name: str = "default",
-    *,
-    consolidation: bool = False,
-    ttl_empty: int | None = None,
-    ttl_expired: int | None = None,
-    capacity_types: Sequence[str] | None = None,
+    name: str = "default", *, consolidation: bool = False, ttl_empty: int | None = None,
+    ttl_expired: int | None = None, capacity_types: Sequence[str] | None = None,
     instance_types: Sequence[InstanceType] = CATALOG,
-) -> ProvisionerInfo:
+) -> ProvisionerWithTypes:  # fmt: skip
     reqs = Requirements([Requirement.new(L.PROVISIONER_NAME, IN, [name])])
     wire: tuple[dict[str, object], ...] = ()
     if capacity_types is not None:
         reqs.add(Requirement.new(L.CAPACITY_TYPE, IN, capacity_types))
         wire = ({"key": L.CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)},)
     prov = Provisioner(
-        name=name,
-        consolidation_enabled=consolidation,
-        ttl_seconds_after_empty=ttl_empty,
-        ttl_seconds_until_expired=ttl_expired,
-        requirements=wire,
-    )
-    return ProvisionerInfo(prov, ProvisionerSpec(name=name, requirements=reqs), tuple(instance_types))
+        name=name, consolidation_enabled=consolidation, ttl_seconds_after_empty=ttl_empty,
+        ttl_seconds_until_expired=ttl_expired, requirements=wire,
+    )  # fmt: skip
+    view = ProvisionerView(name, {}, prov, ProvisionerSpec(name=name, requirements=reqs))
+    return ProvisionerWithTypes(view, tuple(instance_types))
 
 
 def make_pod(
-    name: str,
-    cpu: float = 1.0,
-    *,
-    namespace: str = "default",
-    annotations: Mapping[str, str] | None = None,
-    priority: int = 0,
-    owner_kind: str = "ReplicaSet",
-    labels: Mapping[str, str] | None = None,
-    terminal: bool = False,
-    deleting: bool = False,
-) -> PodInfo:
+    name: str, cpu: float = 1.0, *, namespace: str = "default", annotations: Mapping[str, str] | None = None,
+    priority: int = 0, owner_kind: str = "ReplicaSet", labels: Mapping[str, str] | None = None,
+    terminal: bool = False, deleting: bool = False,
+) -> PodView:  # fmt: skip
+    """A running pod (bound by `make_node`, or pending when passed as `make_inputs(pending=...)`)."""
+    pod_labels = dict(labels or {"app": "web"})
     req = PodRequest(
-        namespace=namespace,
-        name=name,
-        requests={"cpu": int(cpu * 1000), "pods": 1},
-        labels=dict(labels or {"app": "web"}),
-        owner_kind=owner_kind,
-        terminal=terminal,
-    )
-    return PodInfo(req, dict(annotations or {}), priority, deleting)
+        namespace=namespace, name=name, requests={"cpu": int(cpu * 1000), "pods": 1},
+        labels=pod_labels, owner_kind=owner_kind, terminal=terminal,
+    )  # fmt: skip
+    return PodView(
+        namespace=namespace, name=name, uid=f"uid-{namespace}-{name}", node_name="",
+        phase="Succeeded" if terminal else "Running", labels=pod_labels, annotations=dict(annotations or {}),
+        owner_kind=owner_kind, priority_class_name="", deletion_timestamp=T0 if deleting else None, created=T0,
+        unschedulable=False, nominated_node_name="", tolerates_unschedulable=False, request=req,
+        obj={"spec": {"priority": priority}},
+    )  # fmt: skip
 
 
 def make_node(
-    name: str,
-    instance_type: InstanceType = MEDIUM,
-    *,
-    pods: Iterable[PodInfo] = (),
-    provisioner: str = "default",
-    capacity_type: str = L.CAPACITY_TYPE_ON_DEMAND,
-    zone: str = ZONE_A,
-    created: datetime = T0,
-    annotations: Mapping[str, str] | None = None,
-    initialized: bool = True,
-    nominated: bool = False,
-    deleting: bool = False,
-    marked_for_deletion: bool = False,
-    labels: Mapping[str, str] | None = None,
-) -> NodeInfo:
-    pod_list = tuple(pods)
+    name: str, instance_type: InstanceType = MEDIUM, *, pods: Iterable[PodView] = (), provisioner: str = "default",
+    capacity_type: str = L.CAPACITY_TYPE_ON_DEMAND, zone: str = ZONE_A, created: float = T0,
+    annotations: Mapping[str, str] | None = None, initialized: bool = True, nominated: bool = False,
+    deleting: bool = False, marked_for_deletion: bool = False, labels: Mapping[str, str] | None = None,
+) -> NodeView:  # fmt: skip
+    """An owned node (unless `labels` replace its labels without a Provisioner), ready; initialized
+    by default (`karpenter.sh/initialized`, as provisioning's initialization sets it)."""
     node_labels = {
-        L.PROVISIONER_NAME: provisioner,
-        L.CAPACITY_TYPE: capacity_type,
-        L.ZONE: zone,
-        L.INSTANCE_TYPE: instance_type.name,
-        L.HOSTNAME: name,
-    }
+        L.PROVISIONER_NAME: provisioner, L.CAPACITY_TYPE: capacity_type, L.ZONE: zone,
+        L.INSTANCE_TYPE: instance_type.name, L.HOSTNAME: name,
+    }  # fmt: skip
     if labels is not None:
         node_labels = dict(labels)
-    state = StateNode(
-        name=name,
-        labels=node_labels,
-        allocatable=instance_type.allocatable,
-        capacity=dict(instance_type.capacity),
-        pods=tuple(p.request for p in pod_list),
-        initialized=initialized,
-        marked_for_deletion=marked_for_deletion,
-    )
-    return NodeInfo(state, created, dict(annotations or {}), pod_list, deleting, nominated)
+    if initialized:
+        node_labels.setdefault(L.INITIALIZED, "true")
+    return NodeView(
+        name=name, provider_id="", labels=node_labels, annotations=dict(annotations or {}), taints=(),
+        capacity=dict(instance_type.capacity), allocatable=dict(instance_type.allocatable), unschedulable=False,
+        deletion_timestamp=created if deleting else None, created=created, finalizers=(), ready=True, obj={},
+        marked_for_deletion=marked_for_deletion or deleting, nominated=nominated,
+        pods=tuple(dataclasses.replace(p, node_name=name) for p in pods),
+    )  # fmt: skip
 
 
-def make_snapshot(
-    nodes: Iterable[NodeInfo],
-    provisioners: Iterable[ProvisionerInfo] | None = None,
-    *,
-    now: datetime = T0,
-    pdbs: Iterable[DisruptionBudget] = (),
-    pending: Iterable[PodRequest] = (),
-    consolidated: bool = False,
-) -> Snapshot:
+def make_inputs(
+    nodes: Iterable[NodeView], provisioners: Iterable[ProvisionerWithTypes] | None = None, *, now: float = T0,
+    pdbs: Iterable[PdbView] = (), pending: Iterable[PodView] = (), consolidated: bool = False,
+) -> Inputs:  # fmt: skip
+    """One pass's inputs: the nodes (with their pods), the provisioners and their types, pending pods."""
     provs = list(provisioners) if provisioners is not None else [make_provisioner()]
-    return Snapshot(now, tuple(nodes), {p.name: p for p in provs}, tuple(pdbs), tuple(pending), (), consolidated)
+    node_list = list(nodes)
+    waiting = [dataclasses.replace(p, unschedulable=True) for p in pending]
+    pods = {p.key: p for p in (*(p for n in node_list for p in n.pods), *waiting)}
+    state = Snapshot(
+        synced=True, now=now, pods=pods, nodes={n.name: n for n in node_list},
+        provisioners={p.name: p.view for p in provs}, pdbs=tuple(pdbs),
+    )  # fmt: skip
+    return Inputs.of(state, {p.name: p.instance_types for p in provs}, consolidated)
 
 
-def make_pdb(name: str = "pdb", allowed: int = 0, namespace: str = "default", app: str = "web") -> DisruptionBudget:
-    return DisruptionBudget(namespace, name, LabelSelector(match_labels=(("app", app),)), allowed)
+def make_pdb(name: str = "pdb", allowed: int = 0, namespace: str = "default", app: str = "web") -> PdbView:
+    return PdbView(namespace, name, LabelSelector(match_labels=(("app", app),)), allowed, {})
+
+
+def later(inputs: Inputs, now: float) -> Inputs:
+    """The same inputs, read at `now`."""
+    return dataclasses.replace(inputs, state=dataclasses.replace(inputs.state, now=now))

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from controller.core.timestamps import (
-    format_micro_timestamp,
-    format_timestamp,
-    parse_datetime,
-    parse_timestamp,
-    to_datetime,
-)
+from controller.core.timestamps import format_micro_timestamp, format_timestamp, parse_timestamp
 
 
 def test_round_trip_at_second_precision() -> None:
@@ -27,9 +19,8 @@ def test_absent_or_malformed_is_none() -> None:
     assert parse_timestamp(None) is None
     assert parse_timestamp("") is None
     assert parse_timestamp("yesterday") is None
-    assert parse_datetime("yesterday") is None
 
 
-def test_datetimes_are_utc() -> None:
-    assert to_datetime(0) == datetime(1970, 1, 1, tzinfo=UTC)
-    assert parse_datetime("2024-01-01T00:00:42Z") == datetime(2024, 1, 1, 0, 0, 42, tzinfo=UTC)
+def test_timestamps_are_utc() -> None:
+    assert format_timestamp(0) == "1970-01-01T00:00:00Z"
+    assert parse_timestamp("2024-01-01T00:00:42+00:00") == parse_timestamp("2024-01-01T00:00:42Z") == 1_704_067_242.0

@@ -10,14 +10,16 @@ from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.core.taints import Taint
 from controller.deprovisioning.candidates import candidates
-from controller.deprovisioning.commands import CONSOLIDATION, Command
 from controller.deprovisioning.consolidation import (
     compute_consolidation,
     consolidation_blocker,
     filter_out_same_type,
     worst_launch_price,
 )
-from controller.deprovisioning.types import Snapshot
+from controller.deprovisioning.emptynodeconsolidation import EmptyNodeConsolidation
+from controller.deprovisioning.multinodeconsolidation import MultiNodeConsolidation
+from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
+from controller.deprovisioning.types import CONSOLIDATION, Command, Inputs
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult
 from tests.builders.deprovisioning import (
@@ -25,10 +27,10 @@ from tests.builders.deprovisioning import (
     MEDIUM,
     SMALL,
     instance_type,
+    make_inputs,
     make_node,
     make_pod,
     make_provisioner,
-    make_snapshot,
 )
 from tests.builders.scheduling import make_instance_type
 
@@ -36,20 +38,20 @@ ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
 ANY_CAPACITY = [make_provisioner(consolidation=True)]
 
 
-def _compute(snap: Snapshot, *names: str, scheduler=schedule):  # type: ignore[no-untyped-def]
+def _compute(snap: Inputs, *names: str, scheduler=schedule):  # type: ignore[no-untyped-def]
     by_name = {c.name: c for c in candidates(snap, lambda c: True)}
     return compute_consolidation(snap, [by_name[n] for n in names], scheduler)
 
 
 def test_a_node_whose_pods_fit_elsewhere_is_deleted() -> None:
-    snap = make_snapshot([make_node("n1", pods=[make_pod("a")]), make_node("n2", pods=[make_pod("b")])], ON_DEMAND)
+    snap = make_inputs([make_node("n1", pods=[make_pod("a")]), make_node("n2", pods=[make_pod("b")])], ON_DEMAND)
     result = _compute(snap, "n1")
     assert result.command is not None and result.command.reason == "consolidation/delete"
     assert result.command.node_names == ("n1",)
 
 
 def test_a_node_is_replaced_by_a_cheaper_one() -> None:
-    snap = make_snapshot([make_node("big", LARGE, pods=[make_pod("a", cpu=1.5)])], ON_DEMAND)
+    snap = make_inputs([make_node("big", LARGE, pods=[make_pod("a", cpu=1.5)])], ON_DEMAND)
     cmd = _compute(snap, "big").command
     assert cmd is not None and cmd.reason == "consolidation/replace"
     (new,) = cmd.replacements
@@ -58,23 +60,23 @@ def test_a_node_is_replaced_by_a_cheaper_one() -> None:
 
 
 def test_no_replacement_that_is_not_strictly_cheaper() -> None:
-    snap = make_snapshot([make_node("n1", SMALL, pods=[make_pod("a", cpu=1.5)])], ON_DEMAND)
+    snap = make_inputs([make_node("n1", SMALL, pods=[make_pod("a", cpu=1.5)])], ON_DEMAND)
     assert _compute(snap, "n1").why_not == "can't replace with a cheaper node"
 
 
 def test_never_spot_to_spot() -> None:
-    snap = make_snapshot([make_node("n1", LARGE, capacity_type="spot", pods=[make_pod("a")])], ANY_CAPACITY)
+    snap = make_inputs([make_node("n1", LARGE, capacity_type="spot", pods=[make_pod("a")])], ANY_CAPACITY)
     assert _compute(snap, "n1").why_not == "can't replace a spot node with a spot node"
 
 
 def test_spot_node_can_still_be_consolidated_by_deletion() -> None:
     nodes = [make_node("n1", LARGE, capacity_type="spot", pods=[make_pod("a")]), make_node("n2", pods=[])]
-    cmd = _compute(make_snapshot(nodes, ANY_CAPACITY), "n1").command
+    cmd = _compute(make_inputs(nodes, ANY_CAPACITY), "n1").command
     assert cmd is not None and cmd.reason == "consolidation/delete"
 
 
 def test_on_demand_to_spot_is_allowed_and_pinned_to_spot() -> None:
-    snap = make_snapshot([make_node("n1", LARGE, pods=[make_pod("a")])], ANY_CAPACITY)
+    snap = make_inputs([make_node("n1", LARGE, pods=[make_pod("a")])], ANY_CAPACITY)
     cmd = _compute(snap, "n1").command
     assert cmd is not None and cmd.reason == "consolidation/replace"
     (new,) = cmd.replacements
@@ -89,13 +91,13 @@ def test_pods_that_cannot_be_rescheduled_block_consolidation() -> None:
         return dataclasses.replace(result, unschedulable={**result.unschedulable, **stuck})
 
     nodes = [make_node("n1", pods=[make_pod("a", labels={"app": "pinned"})]), make_node("n2")]
-    result = _compute(make_snapshot(nodes, ON_DEMAND), "n1", scheduler=pinned)
+    result = _compute(make_inputs(nodes, ON_DEMAND), "n1", scheduler=pinned)
     assert result.command is None and "default/a: needs its node" in result.why_not
 
 
 def test_pods_landing_on_a_node_that_is_not_initialized_do_not_count() -> None:
     nodes = [make_node("n1", pods=[make_pod("a")]), make_node("booting", initialized=False)]
-    result = _compute(make_snapshot(nodes, ON_DEMAND), "n1")
+    result = _compute(make_inputs(nodes, ON_DEMAND), "n1")
     assert result.command is None
     assert "would schedule against a non-initialized node booting" in result.why_not
 
@@ -105,10 +107,12 @@ def test_more_than_one_new_node_is_not_a_consolidation() -> None:
     big = make_provisioner("big", consolidation=True, capacity_types=["on-demand"], instance_types=[huge])
     # the pods do not tolerate big's taint: only default's 4-cpu type can take them, one per node
     taint = Taint("dedicated", "big", "NoSchedule")
-    tainted = dataclasses.replace(big, spec=dataclasses.replace(big.spec, taints=(taint,)))
+    assert big.view.spec is not None
+    spec = dataclasses.replace(big.view.spec, taints=(taint,))
+    tainted = dataclasses.replace(big, view=dataclasses.replace(big.view, spec=spec))
     provisioners = [make_provisioner(capacity_types=["on-demand"], instance_types=[MEDIUM]), tainted]
     node = make_node("n1", huge, provisioner="big", pods=[make_pod(f"p{i}", cpu=3.5) for i in range(3)])
-    assert _compute(make_snapshot([node], provisioners), "n1").why_not == "can't remove without creating 3 nodes"
+    assert _compute(make_inputs([node], provisioners), "n1").why_not == "can't remove without creating 3 nodes"
 
 
 DO_NOT_CONSOLIDATE = {
@@ -123,7 +127,7 @@ DO_NOT_CONSOLIDATE = {
 def test_consolidation_eligibility(value: str | None, enabled: bool, why: str | None) -> None:
     annotations = {} if value is None else {L.DO_NOT_CONSOLIDATE: value}
     node = make_node("n1", annotations=annotations)
-    snap = make_snapshot([node], [make_provisioner(consolidation=enabled)])
+    snap = make_inputs([node], [make_provisioner(consolidation=enabled)])
     assert consolidation_blocker(node, snap) == why
 
 
@@ -138,7 +142,7 @@ def test_worst_launch_price_is_the_dearest_spot_price_if_spot_is_allowed() -> No
 
 def test_filter_out_same_type_refuses_a_replacement_of_a_removed_type_at_its_price() -> None:
     nodes = [make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=1.5)]) for i in range(2)]
-    snap = make_snapshot(nodes, ON_DEMAND)
+    snap = make_inputs(nodes, ON_DEMAND)
     cmd = _compute(snap, "n0", "n1").command
     assert cmd is not None and [it.name for it in cmd.replacements[0].instance_type_options] == ["medium"]
     assert filter_out_same_type(cmd) is None
@@ -154,8 +158,15 @@ def test_a_replacement_launches_as_the_cloud_would_no_gpu_type_for_cpu_pods() ->
     )
     node = make_node("n1", LARGE, pods=[make_pod("a", cpu=1.5)])
     provisioner = make_provisioner(consolidation=True, instance_types=[SMALL, MEDIUM, LARGE, gpu])
-    result = _compute(make_snapshot([node], [provisioner]), "n1")
+    result = _compute(make_inputs([node], [provisioner]), "n1")
     assert result.command is not None
     (replacement,) = result.command.replacements
     assert "g4dn.xlarge" in [it.name for it in replacement.instance_type_options]
     assert replacement.launch is not None and replacement.launch.instance_type.name == "small"
+
+
+def test_no_consolidation_method_acts_while_the_cluster_is_consolidated() -> None:
+    nodes = [make_node("e1"), make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", LARGE)]
+    inputs = make_inputs(nodes, ON_DEMAND, consolidated=True)
+    for method in (EmptyNodeConsolidation(), MultiNodeConsolidation(), SingleNodeConsolidation()):
+        assert method.compute(inputs, schedule).command is None

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from controller.core import labels as L
 from controller.deprovisioning.decide import decide
-from controller.deprovisioning.types import DeprovisioningSettings, Snapshot
+from controller.deprovisioning.types import DeprovisioningSettings, Inputs
 from controller.scheduling.scheduler import schedule
-from tests.builders.deprovisioning import LARGE, MEDIUM, at, make_node, make_pod, make_provisioner, make_snapshot
+from tests.builders.deprovisioning import LARGE, MEDIUM, at, later, make_inputs, make_node, make_pod, make_provisioner
 
 SETTINGS = DeprovisioningSettings()
 ALL_ON = [make_provisioner(consolidation=True, ttl_expired=100, capacity_types=["on-demand"])]
 
 
-def _pass(snap: Snapshot, pending=None, settings=SETTINGS):  # type: ignore[no-untyped-def]
+def _pass(snap: Inputs, pending=None, settings=SETTINGS):  # type: ignore[no-untyped-def]
     return decide(snap, pending, schedule, settings)
 
 
 def test_expiration_goes_before_emptiness_and_consolidation() -> None:
     nodes = [make_node("old", pods=[make_pod("a")], created=at(0)), make_node("empty", created=at(150))]
-    decision = _pass(make_snapshot(nodes, ALL_ON, now=at(120)))
+    decision = _pass(make_inputs(nodes, ALL_ON, now=at(120)))
     assert decision.execute is not None and decision.execute.reason == "expiration/delete"
     assert decision.execute.node_names == ("old",)
 
@@ -31,27 +29,27 @@ def test_emptiness_goes_before_consolidation() -> None:
         make_node("e", annotations={L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"}),
         make_node("c1", provisioner="c"),
     ]
-    decision = _pass(make_snapshot(nodes, provs, now=at(10)))
+    decision = _pass(make_inputs(nodes, provs, now=at(10)))
     assert decision.execute is not None and decision.execute.reason == "emptiness/delete"
     assert decision.execute.node_names == ("e",)
 
 
 def test_markers_come_with_every_pass() -> None:
-    decision = _pass(make_snapshot([make_node("e")], [make_provisioner(ttl_empty=30)], now=at(3)))
+    decision = _pass(make_inputs([make_node("e")], [make_provisioner(ttl_empty=30)], now=at(3)))
     assert [(a.node, a.key) for a in decision.annotations] == [("e", L.EMPTINESS_TIMESTAMP)]
     assert decision.idle
 
 
 def test_consolidation_waits_for_validation_then_acts() -> None:
     nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
-    snap = make_snapshot(nodes, ALL_ON, now=at(0))
+    snap = make_inputs(nodes, ALL_ON, now=at(0))
     first = _pass(snap)
     assert first.execute is None and first.pending is not None
     # Multi-node: a large and a medium node, half used, become one small node.
     assert first.pending.command.node_names == ("n1", "n2") and first.pending.since == at(0)
-    waiting = _pass(dataclasses.replace(snap, now=at(14.9)), first.pending)
+    waiting = _pass(later(snap, at(14.9)), first.pending)
     assert waiting.execute is None and waiting.pending is first.pending
-    done = _pass(dataclasses.replace(snap, now=at(15)), first.pending)
+    done = _pass(later(snap, at(15)), first.pending)
     assert done.execute is not None and done.execute.reason == "consolidation/replace"
     assert done.execute.node_names == ("n1", "n2") and done.method == "multinodeconsolidation"
     assert [it.name for it in done.execute.replacements[0].instance_type_options] == ["small"]
@@ -59,52 +57,52 @@ def test_consolidation_waits_for_validation_then_acts() -> None:
 
 def test_a_command_invalidated_during_the_wait_is_dropped() -> None:
     nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
-    first = _pass(make_snapshot(nodes, ALL_ON, now=at(0)))
+    first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
     assert first.pending is not None
     crowded = [
         make_node("n1", LARGE, pods=[make_pod("a")]),
         make_node("n2", MEDIUM, pods=[make_pod("b"), make_pod("c", cpu=3)]),
     ]
-    later = _pass(make_snapshot(crowded, ALL_ON, now=at(20)), first.pending)
+    later = _pass(make_inputs(crowded, ALL_ON, now=at(20)), first.pending)
     assert later.execute is None and later.pending is None
     assert later.dropped.startswith("command is no longer valid")
 
 
 def test_a_nominated_candidate_invalidates_the_command() -> None:
     nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
-    first = _pass(make_snapshot(nodes, ALL_ON, now=at(0)))
+    first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
     assert first.pending is not None
     nominated = [make_node("n1", LARGE, pods=[make_pod("a")], nominated=True), nodes[1]]
-    assert _pass(make_snapshot(nominated, ALL_ON, now=at(15)), first.pending).dropped
+    assert _pass(make_inputs(nominated, ALL_ON, now=at(15)), first.pending).dropped
 
 
 def test_empty_node_command_leaves_out_nodes_no_longer_candidates() -> None:
     nodes = [make_node("e1"), make_node("e2")]
-    first = _pass(make_snapshot(nodes, ALL_ON, now=at(0)))
+    first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
     assert first.pending is not None and first.pending.method == "emptynodeconsolidation"
     later = [make_node("e1"), make_node("e2", nominated=True)]
-    done = _pass(make_snapshot(later, ALL_ON, now=at(15)), first.pending)
+    done = _pass(make_inputs(later, ALL_ON, now=at(15)), first.pending)
     assert done.execute is not None and done.execute.node_names == ("e1",)
     refilled = [make_node("e1", pods=[make_pod("a")]), make_node("e2")]
-    assert _pass(make_snapshot(refilled, ALL_ON, now=at(15)), first.pending).dropped
+    assert _pass(make_inputs(refilled, ALL_ON, now=at(15)), first.pending).dropped
 
 
 def test_a_replacement_must_still_be_offered_after_the_wait() -> None:
     nodes = [make_node("big", LARGE, pods=[make_pod("a", cpu=1.5)])]
-    first = _pass(make_snapshot(nodes, ALL_ON, now=at(0)))
+    first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
     assert first.pending is not None and first.pending.command.reason == "consolidation/replace"
-    ok = _pass(make_snapshot(nodes, ALL_ON, now=at(15)), first.pending)
+    ok = _pass(make_inputs(nodes, ALL_ON, now=at(15)), first.pending)
     assert ok.execute is not None and ok.execute.reason == "consolidation/replace"
     grown = [make_node("big", LARGE, pods=[make_pod("a", cpu=1.5), make_pod("b", cpu=1.5)])]
-    assert _pass(make_snapshot(grown, ALL_ON, now=at(15)), first.pending).dropped
+    assert _pass(make_inputs(grown, ALL_ON, now=at(15)), first.pending).dropped
 
 
 def test_a_zero_validation_wait_acts_in_the_same_pass() -> None:
     nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
-    decision = _pass(make_snapshot(nodes, ALL_ON), settings=DeprovisioningSettings(validation_wait_seconds=0))
+    decision = _pass(make_inputs(nodes, ALL_ON), settings=DeprovisioningSettings(validation_wait_seconds=0))
     assert decision.execute is not None and decision.execute.node_names == ("n1", "n2")
 
 
 def test_nothing_to_do_is_idle() -> None:
-    decision = _pass(make_snapshot([make_node("n1", MEDIUM, pods=[make_pod("a", cpu=3)])], ALL_ON))
+    decision = _pass(make_inputs([make_node("n1", MEDIUM, pods=[make_pod("a", cpu=3)])], ALL_ON))
     assert decision.idle and decision.execute is None

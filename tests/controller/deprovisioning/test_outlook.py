@@ -19,24 +19,26 @@ from controller.deprovisioning.outlook import (
     progress_of,
     unconsolidatable_reasons,
 )
-from controller.deprovisioning.types import DeprovisioningSettings, NodeInfo, ProvisionerInfo
+from controller.deprovisioning.types import DeprovisioningSettings
 from controller.scheduling.scheduler import schedule
+from controller.state.snapshot import NodeView
 from tests.builders.deprovisioning import (
     LARGE,
     SMALL,
+    ProvisionerWithTypes,
     at,
+    make_inputs,
     make_node,
     make_pdb,
     make_pod,
     make_provisioner,
-    make_snapshot,
 )
 
 CONSOLIDATING = make_provisioner(consolidation=True)
 
 
-def outlook_of(node: NodeInfo, prov: ProvisionerInfo = CONSOLIDATING, **kw):  # type: ignore[no-untyped-def]
-    snap = make_snapshot([node], [prov], now=kw.pop("now", at(60)), **kw)
+def outlook_of(node: NodeView, prov: ProvisionerWithTypes = CONSOLIDATING, **kw):  # type: ignore[no-untyped-def]
+    snap = make_inputs([node], [prov], now=kw.pop("now", at(60)), **kw)
     return node_outlooks(snap, Progress(), {})[node.name]
 
 
@@ -58,7 +60,7 @@ def outlook_of(node: NodeInfo, prov: ProvisionerInfo = CONSOLIDATING, **kw):  # 
          "pod default/a has do not evict annotation"),
     ],
 )  # fmt: skip
-def test_verdicts(node: NodeInfo, prov: ProvisionerInfo, verdict: str, words: str) -> None:
+def test_verdicts(node: NodeView, prov: ProvisionerWithTypes, verdict: str, words: str) -> None:
     got = outlook_of(node, prov)
     assert got.verdict == verdict and words in got.reason
 
@@ -80,7 +82,7 @@ def test_the_pending_consolidation_and_the_reasons_of_the_last_pass_agree_with_d
     # "big" is a large node with one small pod: replaceable by a cheaper small node; "pinned" opts out.
     big = make_node("big", LARGE, pods=[make_pod("a", 1)], created=at(0))
     pinned = make_node("pinned", SMALL, pods=[make_pod("b", 1.5)], annotations={L.DO_NOT_CONSOLIDATE: "true"})
-    snap = make_snapshot([big, pinned], [CONSOLIDATING], now=at(60))
+    snap = make_inputs([big, pinned], [CONSOLIDATING], now=at(60))
     decision = decide(snap, None, schedule, settings)
     assert decision.pending is not None and decision.pending.command.node_names == ("big",)
     progress = progress_of(decision, None, settings.validation_wait_seconds)
@@ -91,17 +93,17 @@ def test_the_pending_consolidation_and_the_reasons_of_the_last_pass_agree_with_d
 
 def test_reasons_from_the_last_consolidation_pass_are_quoted() -> None:
     node = make_node("k", SMALL, pods=[make_pod("a", 1.5)])
-    snap = make_snapshot([node], [CONSOLIDATING], now=at(60))
+    snap = make_inputs([node], [CONSOLIDATING], now=at(60))
     got = node_outlooks(snap, Progress(), {"k": "can't replace with a cheaper node"})["k"]
     assert (got.verdict, got.reason) == (KEPT, "not consolidated: can't replace with a cheaper node")
-    consolidated = make_snapshot([node], [CONSOLIDATING], now=at(60), consolidated=True)
+    consolidated = make_inputs([node], [CONSOLIDATING], now=at(60), consolidated=True)
     assert "no cheaper placement" in node_outlooks(consolidated, Progress(), {})["k"].reason
 
 
 def test_a_node_in_an_executing_command_is_being_removed() -> None:
     settings = DeprovisioningSettings(validation_wait_seconds=0)
     node = make_node("e", annotations={L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"})
-    snap = make_snapshot([node], [make_provisioner(ttl_empty=5)], now=at(60))
+    snap = make_inputs([node], [make_provisioner(ttl_empty=5)], now=at(60))
     decision = decide(snap, None, schedule, settings)
     assert decision.execute is not None
     got = node_outlooks(snap, Progress(executing=decision.execute), {})["e"]

@@ -21,14 +21,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controller.deprovisioning.commands import CONSOLIDATION, Command, price_after
-from controller.deprovisioning.consolidation import candidates_price, compute_consolidation
-from controller.deprovisioning.consolidators import consolidation_candidates
-from controller.deprovisioning.strategy import Outcome
-from controller.deprovisioning.types import Scheduler, Snapshot
+from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates
+from controller.deprovisioning.types import (
+    CONSOLIDATION,
+    REPACK_CONSOLIDATION,
+    Command,
+    Inputs,
+    Proposal,
+    Scheduler,
+    price_of,
+)
 from controller.scheduling.types import SchedulingSettings
 
-REPACK_METHOD = "repackconsolidation"
 REPACK_SIMULATION = SchedulingSettings(exact_time_limit=0.5, exact_more_nodes=True)
 """How a repack is simulated (and re-validated): the MILP may open more nodes, 0.5 s of HiGHS."""
 
@@ -46,33 +50,33 @@ def prefix_sizes(n: int, limit: int) -> list[int]:
 
 def saving(cmd: Command) -> float:
     """The hourly price the command saves, as its launches are planned (0 when unknown)."""
-    before, after = candidates_price(cmd.candidates), price_after(cmd)
+    before, after = cmd.price_before, cmd.price_after
     return 0.0 if before is None or after is None else before - after
 
 
 @dataclass(frozen=True)
 class RepackConsolidation:
     name: str = CONSOLIDATION
-    method: str = REPACK_METHOD
+    method: str = REPACK_CONSOLIDATION
     needs_validation: bool = True
     min_saving: float = 0.02
     max_candidates: int = 64
     max_new_nodes: int = 24
     simulation: SchedulingSettings = field(default=REPACK_SIMULATION)
 
-    def compute(self, snapshot: Snapshot, scheduler: Scheduler) -> Outcome:
-        if snapshot.consolidated:
-            return Outcome()
-        cands, events = consolidation_candidates(snapshot)
+    def compute(self, inputs: Inputs, scheduler: Scheduler) -> Proposal:
+        if inputs.consolidated:
+            return Proposal()
+        cands, events = consolidation_candidates(inputs)
         best: Command | None = None
         for k in prefix_sizes(len(cands), self.max_candidates):
             prefix = cands[:k]
-            price = candidates_price(prefix)
+            price = price_of(prefix)
             cmd = compute_consolidation(
-                snapshot, prefix, scheduler, max_new_nodes=self.max_new_nodes, simulation=self.simulation
+                inputs, prefix, scheduler, max_new_nodes=self.max_new_nodes, simulation=self.simulation
             ).command
             if cmd is None or price is None or saving(cmd) < self.min_saving * price:
                 continue
             if best is None or saving(cmd) > saving(best) + 1e-9:
                 best = cmd
-        return Outcome(best, tuple(events), len(cands))
+        return Proposal(best, tuple(events), len(cands))

@@ -8,23 +8,23 @@ import dataclasses
 import pytest
 
 from controller.core import labels as L
-from controller.deprovisioning.commands import price_after
 from controller.deprovisioning.consolidation import worst_launch_price
 from controller.deprovisioning.decide import decide
-from controller.deprovisioning.repack import RepackConsolidation, prefix_sizes
-from controller.deprovisioning.types import DeprovisioningSettings, NodeInfo
+from controller.deprovisioning.repackconsolidation import RepackConsolidation, prefix_sizes
+from controller.deprovisioning.types import DeprovisioningSettings
 from controller.deprovisioning.validation import validate
 from controller.scheduling.scheduler import schedule
+from controller.state.snapshot import NodeView
 from tests.builders.deprovisioning import (
     MEDIUM,
     SMALL,
     at,
     instance_type,
+    make_inputs,
     make_node,
     make_pdb,
     make_pod,
     make_provisioner,
-    make_snapshot,
 )
 from tests.builders.scheduling import make_pod as sched_pod
 from tests.builders.scheduling import term
@@ -38,7 +38,7 @@ ANY_CAPACITY = [make_provisioner(consolidation=True, instance_types=TYPES)]
 NOW = DeprovisioningSettings(validation_wait_seconds=0)
 
 
-def _half_empty(name: str, created: float = 0, **kw: object) -> NodeInfo:
+def _half_empty(name: str, created: float = 0, **kw: object) -> NodeView:
     pods = [make_pod(f"{name}-{i}", cpu=3.5) for i in range(2)]
     return make_node(name, HUGE, pods=pods, created=at(created), **kw)  # type: ignore[arg-type]
 
@@ -48,7 +48,7 @@ def _launched(cmd: object) -> list[str]:
 
 
 def test_a_half_empty_node_is_replaced_by_two_cheaper_nodes() -> None:
-    decision = decide(make_snapshot([_half_empty("n0")], ON_DEMAND), None, schedule, NOW)
+    decision = decide(make_inputs([_half_empty("n0")], ON_DEMAND), None, schedule, NOW)
     cmd = decision.execute
     assert cmd is not None and decision.method == "repackconsolidation" and cmd.reason == "consolidation/replace"
     assert cmd.node_names == ("n0",) and _launched(cmd) == ["medium", "medium"]
@@ -57,14 +57,14 @@ def test_a_half_empty_node_is_replaced_by_two_cheaper_nodes() -> None:
 
 def test_three_half_empty_nodes_consolidate_to_the_cheaper_set() -> None:
     nodes = [_half_empty(f"n{i}", created=i) for i in range(3)]
-    cmd = RepackConsolidation().compute(make_snapshot(nodes, ON_DEMAND), schedule).command
+    cmd = RepackConsolidation().compute(make_inputs(nodes, ON_DEMAND), schedule).command
     assert cmd is not None and cmd.node_names == ("n0", "n1", "n2")
-    assert _launched(cmd) == ["medium"] * 6 and price_after(cmd) == pytest.approx(1.20)
+    assert _launched(cmd) == ["medium"] * 6 and cmd.price_after == pytest.approx(1.20)
 
 
 def test_the_replacements_worst_prices_stay_below_the_candidates_price() -> None:
     nodes = [_half_empty(f"n{i}", created=i) for i in range(3)]
-    cmd = RepackConsolidation().compute(make_snapshot(nodes, ON_DEMAND), schedule).command
+    cmd = RepackConsolidation().compute(make_inputs(nodes, ON_DEMAND), schedule).command
     assert cmd is not None
     worst = sum(max(worst_launch_price(it, r.requirements) for it in r.instance_type_options) for r in cmd.replacements)
     assert worst < 3.00
@@ -73,7 +73,7 @@ def test_the_replacements_worst_prices_stay_below_the_candidates_price() -> None
 def test_karpenter_consolidators_act_first() -> None:
     # n1's pods fit on n0: single-node consolidation deletes it, no repack
     nodes = [_half_empty("n0"), make_node("n1", MEDIUM, pods=[make_pod("a", cpu=1)], created=at(1))]
-    decision = decide(make_snapshot(nodes, ON_DEMAND), None, schedule, NOW)
+    decision = decide(make_inputs(nodes, ON_DEMAND), None, schedule, NOW)
     assert decision.method in ("multinodeconsolidation", "singlenodeconsolidation")
     assert decision.execute is not None and decision.execute.reason == "consolidation/delete"
 
@@ -82,7 +82,7 @@ def test_a_saving_below_the_threshold_is_not_worth_a_repack() -> None:
     barely = dataclasses.replace(HUGE, offerings=tuple(dataclasses.replace(o, price=0.404) for o in HUGE.offerings))
     provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=(MEDIUM, barely))]
     node = make_node("n0", barely, pods=[make_pod(f"p{i}", cpu=3.5) for i in range(2)])
-    snap = make_snapshot([node], provisioners)
+    snap = make_inputs([node], provisioners)
     assert RepackConsolidation().compute(snap, schedule).command is None  # $0.40 saves 1 % of $0.404
     assert RepackConsolidation(min_saving=0.005).compute(snap, schedule).command is not None
 
@@ -96,21 +96,21 @@ BLOCKERS = {
 @pytest.mark.parametrize("kw", BLOCKERS.values(), ids=BLOCKERS.keys())
 def test_blocked_nodes_are_not_repacked(kw: dict[str, object]) -> None:
     node = make_node("n0", HUGE, **{"pods": [make_pod("a", cpu=3.5), make_pod("b", cpu=3.5)], **kw})  # type: ignore[arg-type]
-    assert RepackConsolidation().compute(make_snapshot([node], ON_DEMAND), schedule).command is None
+    assert RepackConsolidation().compute(make_inputs([node], ON_DEMAND), schedule).command is None
 
 
 def test_a_pdb_allowing_no_disruption_blocks_a_repack() -> None:
-    snap = make_snapshot([_half_empty("n0")], ON_DEMAND, pdbs=[make_pdb(allowed=0)])
+    snap = make_inputs([_half_empty("n0")], ON_DEMAND, pdbs=[make_pdb(allowed=0)])
     assert RepackConsolidation().compute(snap, schedule).command is None
 
 
 def test_spot_nodes_are_never_repacked_onto_spot() -> None:
     node = _half_empty("n0", capacity_type=L.CAPACITY_TYPE_SPOT)
-    assert RepackConsolidation().compute(make_snapshot([node], ANY_CAPACITY), schedule).command is None
+    assert RepackConsolidation().compute(make_inputs([node], ANY_CAPACITY), schedule).command is None
 
 
 def test_on_demand_repacked_onto_spot_is_pinned_to_spot() -> None:
-    cmd = RepackConsolidation().compute(make_snapshot([_half_empty("n0")], ANY_CAPACITY), schedule).command
+    cmd = RepackConsolidation().compute(make_inputs([_half_empty("n0")], ANY_CAPACITY), schedule).command
     assert cmd is not None and len(cmd.replacements) >= 1
     for r in cmd.replacements:
         assert r.requirements[L.CAPACITY_TYPE].values == frozenset({"spot"})
@@ -122,14 +122,14 @@ def test_the_plan_keeps_required_anti_affinity() -> None:
                       anti_affinity=[term(L.HOSTNAME, {"app": "solo"})]) for i in range(2)]  # fmt: skip
     pods = [dataclasses.replace(make_pod(p.name), request=p) for p in solo]
     nodes = [make_node(f"n{i}", HUGE, pods=[pods[i]], created=at(i)) for i in range(2)]
-    cmd = RepackConsolidation().compute(make_snapshot(nodes, ON_DEMAND), schedule).command
+    cmd = RepackConsolidation().compute(make_inputs(nodes, ON_DEMAND), schedule).command
     assert cmd is not None and cmd.node_names == ("n0", "n1")
     assert _launched(cmd) == ["small", "small"]
     assert all(len(r.pods) == 1 for r in cmd.replacements)
 
 
 def test_a_repack_stays_valid_while_nothing_changed() -> None:
-    snap = make_snapshot([_half_empty(f"n{i}", created=i) for i in range(2)], ON_DEMAND)
+    snap = make_inputs([_half_empty(f"n{i}", created=i) for i in range(2)], ON_DEMAND)
     cmd = RepackConsolidation().compute(snap, schedule).command
     assert cmd is not None and len(cmd.replacements) > 1
     checked = validate(cmd, "repackconsolidation", snap, schedule)
@@ -137,12 +137,12 @@ def test_a_repack_stays_valid_while_nothing_changed() -> None:
 
 
 def test_a_repack_is_dropped_when_the_pods_would_need_more() -> None:
-    snap = make_snapshot([_half_empty(f"n{i}", created=i) for i in range(2)], ON_DEMAND)
+    snap = make_inputs([_half_empty(f"n{i}", created=i) for i in range(2)], ON_DEMAND)
     cmd = RepackConsolidation().compute(snap, schedule).command
     assert cmd is not None
     grown = [make_node(f"n{i}", HUGE, pods=[make_pod(f"n{i}-{j}", cpu=3.5) for j in range(3)], created=at(i))
              for i in range(2)]  # fmt: skip
-    checked = validate(cmd, "repackconsolidation", make_snapshot(grown, ON_DEMAND), schedule)
+    checked = validate(cmd, "repackconsolidation", make_inputs(grown, ON_DEMAND), schedule)
     assert checked.command is None and "no longer valid" in checked.why_not
 
 
