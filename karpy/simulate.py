@@ -46,6 +46,7 @@ def simulate(args: argparse.Namespace) -> int:
             instance_types=types,
             nodes=inputs.nodes,
             daemonsets=inputs.daemonsets,
+            volumes=inputs.volumes,
         )
     )
     if args.output == "json":

@@ -1,5 +1,8 @@
 """PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes as the scheduler reads them.
 
+A volume's node constraint is its `spec.nodeAffinity` ANDed with its zone and region labels
+(kube-scheduler's VolumeBinding and VolumeZone plugins).
+
 Pure: plain dicts (as the API server or a YAML file gives them) → small frozen views, keeping
 only what `volumes.py` decides with. A reader never raises: an object it cannot read becomes a
 view whose `error` says why, and a pod using it waits with that reason (one bad object must not
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controller.core.labels import REGION, ZONE
 from controller.core.quantity import QuantityError, parse_quantity
 from controller.core.requirements import Requirement
 from controller.scheduling.pods import PodSpecError, label_selector
@@ -22,6 +26,8 @@ DEFAULT_CLASS_ANNOTATIONS = (
 )
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 EBS_DRIVER = "ebs.csi.aws.com"
+ZONE_KEYS = (ZONE, "failure-domain.beta.kubernetes.io/zone")
+REGION_KEYS = (REGION, "failure-domain.beta.kubernetes.io/region")
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -68,6 +74,16 @@ def node_selector_terms(terms: Any, path: str) -> Terms:
     return tuple(out)
 
 
+def _label_terms(labels: Mapping[str, str]) -> tuple[Requirement, ...]:
+    """kube-scheduler's VolumeZone: a volume's zone and region labels (several zones joined by
+    `__`) must match the node's."""
+    out = []
+    for key in (*ZONE_KEYS, *REGION_KEYS):
+        if labels.get(key):
+            out.append(Requirement.new(key, "In", labels[key].split("__")))
+    return tuple(out)
+
+
 def read_claim(obj: Mapping[str, Any]) -> Claim:
     meta, namespace, name = _meta(obj)
     try:
@@ -100,6 +116,10 @@ def read_volume(obj: Mapping[str, Any]) -> Volume:
         claim_ref = (str(ref.get("namespace") or ""), str(ref.get("name") or ""), str(ref.get("uid") or ""))
         required = _map(_map(spec.get("nodeAffinity")).get("required"))
         terms = node_selector_terms(required.get("nodeSelectorTerms"), "spec.nodeAffinity.required")
+        labels = {str(k): str(v) for k, v in _map(meta.get("labels")).items()}
+        pinned = _label_terms(labels)
+        if pinned:
+            terms = tuple(term + pinned for term in terms) if terms else (pinned,)
         driver = str(_map(spec.get("csi")).get("driver") or "")
         if not driver and spec.get("awsElasticBlockStore") is not None:
             driver = EBS_DRIVER
@@ -111,9 +131,9 @@ def read_volume(obj: Mapping[str, Any]) -> Volume:
             access_modes=_strs(spec.get("accessModes")),
             storage=_storage(_map(spec.get("capacity")).get("storage")),
             volume_mode=str(spec.get("volumeMode") or "Filesystem"),
-            labels={str(k): str(v) for k, v in _map(meta.get("labels")).items()},
+            labels=labels,
             terms=terms,
-            anywhere=not required.get("nodeSelectorTerms"),
+            anywhere=not required.get("nodeSelectorTerms") and not pinned,
             driver=driver,
             deleting=meta.get("deletionTimestamp") is not None,
         )

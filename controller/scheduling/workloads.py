@@ -6,6 +6,8 @@ the owner's namespace, with the template's labels and spec and an ownerReference
 A DaemonSet gives one template pod, named after the DaemonSet in its namespace and owned by it
 (the scheduler counts it as overhead on every node it would run on); `daemonset_pods()` is the
 one DaemonSet → `PodRequest` converter the controllers use, skipping unreadable DaemonSets.
+`claims()` gives the PersistentVolumeClaims a pod's StatefulSet and generic ephemeral volumes
+would create (for `karpy simulate`, where no controller creates them).
 """
 
 from __future__ import annotations
@@ -68,11 +70,52 @@ def _pod(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 def expand(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The pods a Deployment/ReplicaSet/StatefulSet/Job creates (PodSpecError when malformed)."""
+    """The pods a Deployment/ReplicaSet/StatefulSet/Job creates (PodSpecError when malformed);
+    a StatefulSet's pods mount their claims `<template>-<pod>` (see `claims`)."""
     name = str((doc.get("metadata") or {}).get("name") or "")
     if not name:
         raise PodSpecError("metadata.name: required")
-    return [_pod(doc, f"{name}-{i}") for i in range(replica_count(doc))]
+    pods = [_pod(doc, f"{name}-{i}") for i in range(replica_count(doc))]
+    for pod in pods:
+        for template in _claim_templates(doc):
+            claim = f"{template['metadata']['name']}-{pod['metadata']['name']}"
+            volume = {"name": template["metadata"]["name"], "persistentVolumeClaim": {"claimName": claim}}
+            pod["spec"]["volumes"] = [*(pod["spec"].get("volumes") or []), volume]
+    return pods
+
+
+def _claim_templates(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    if doc.get("kind") != "StatefulSet":
+        return []
+    out = []
+    templates = (doc.get("spec") or {}).get("volumeClaimTemplates") or []
+    if not isinstance(templates, list):
+        raise PodSpecError("spec.volumeClaimTemplates: expected a list")
+    for i, template in enumerate(templates):
+        if not isinstance(template, Mapping) or not (template.get("metadata") or {}).get("name"):
+            raise PodSpecError(f"spec.volumeClaimTemplates[{i}].metadata.name: required")
+        out.append(template)
+    return out
+
+
+def claims(pod: Mapping[str, Any], doc: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The claims that would be created for a pod: its StatefulSet's (`doc`) claim templates and
+    its generic ephemeral volumes' (`<pod>-<volume>`, owned by the pod), as the StatefulSet and
+    ephemeral volume controllers make them."""
+    meta = pod.get("metadata") or {}
+    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "default")
+    out = []
+    for template in _claim_templates(doc or {}):
+        claim_name = f"{template['metadata']['name']}-{name}"
+        out.append({"metadata": {"name": claim_name, "namespace": namespace}, "spec": dict(template.get("spec") or {})})
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        ephemeral = volume.get("ephemeral") if isinstance(volume, Mapping) else None
+        if isinstance(ephemeral, Mapping):
+            spec = dict((ephemeral.get("volumeClaimTemplate") or {}).get("spec") or {})
+            owner = [{"kind": "Pod", "name": name, "uid": str(meta.get("uid") or ""), "controller": True}]
+            claim_meta = {"name": f"{name}-{volume.get('name')}", "namespace": namespace, "ownerReferences": owner}
+            out.append({"metadata": claim_meta, "spec": spec})
+    return out
 
 
 def daemonset_pod(doc: Mapping[str, Any]) -> dict[str, Any]:

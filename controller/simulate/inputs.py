@@ -3,7 +3,10 @@
 Reads multi-document YAML: Provisioner and AWSNodeTemplate (defaulted and validated with the
 webhook's own code, `controller.apis.load`), Pod, Deployment / ReplicaSet / StatefulSet / Job
 (expanded into their pods), DaemonSet (overhead), PodDisruptionBudget (accepted, not used by a
-single provisioning decision) and Node (existing capacity). Pods with `spec.nodeName` are bound
+single provisioning decision), Node (existing capacity), and PersistentVolumeClaim,
+PersistentVolume, StorageClass and CSINode (what the pods' volumes allow; the claims of
+StatefulSets' `volumeClaimTemplates` and of generic ephemeral volumes are made as their
+controllers would, unless the inputs carry them). Pods with `spec.nodeName` are bound
 to that node; the others are pending. Any problem raises `InputError`, whose message names the
 file, the document and the field: also a file that is not UTF-8, a document nested deeper than
 `limits.MAX_DEPTH`, and more than `MAX_PODS` pods in all (counted before a workload is expanded).
@@ -30,11 +33,13 @@ from controller.core.quantity import QuantityError
 from controller.core.resources import parse_resources
 from controller.scheduling.pods import PodSpecError, pod_request
 from controller.scheduling.provisioners import provisioner_spec
-from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, StateNode
-from controller.scheduling.workloads import REPLICATED, daemonset_pod, expand, replica_count
+from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, StateNode, VolumeObjects
+from controller.scheduling.volumeobjects import read_claim, read_class, read_csinode, read_volume
+from controller.scheduling.workloads import REPLICATED, claims, daemonset_pod, expand, replica_count
 from controller.state.views import node_view
 
 IGNORED_KINDS = ("PodDisruptionBudget",)
+VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
 MAX_PODS = 100_000  # one decision over more pods than this is not a simulation anyone waits for
 
 
@@ -52,6 +57,7 @@ class Inputs:
     # provisioner name → (providerRef name, inline provider); AWSNodeTemplates by name
     provider_refs: dict[str, tuple[str | None, dict[str, Any] | None]] = field(default_factory=dict)
     node_templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    volumes: VolumeObjects | None = None
 
 
 def _read_text(path: str) -> str:
@@ -109,6 +115,8 @@ def read_inputs(paths: Iterable[str]) -> Inputs:
     inputs = Inputs()
     raw_pods: list[tuple[str, Mapping[str, Any]]] = []
     raw_nodes: list[tuple[str, Mapping[str, Any]]] = []
+    volume_docs: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in VOLUME_KINDS}
+    implied: list[Mapping[str, Any]] = []
     for path in paths:
         for where, doc in documents(path):
             kind = doc.get("kind")
@@ -124,15 +132,20 @@ def read_inputs(paths: Iterable[str]) -> Inputs:
                     if len(raw_pods) >= MAX_PODS:
                         raise PodSpecError(f"karpy simulate takes at most {MAX_PODS} pods in all")
                     raw_pods.append((where, doc))
+                    implied.extend(claims(doc))
                 elif kind in (*REPLICATED, "Job"):
                     count = replica_count(doc)
                     if len(raw_pods) + count > MAX_PODS:
                         raise PodSpecError(f"{count} replicas: karpy simulate takes at most {MAX_PODS} pods in all")
-                    raw_pods.extend((f"{where} pod {i}", pod) for i, pod in enumerate(expand(doc)))
+                    expanded = expand(doc)
+                    raw_pods.extend((f"{where} pod {i}", pod) for i, pod in enumerate(expanded))
+                    implied.extend(c for pod in expanded for c in claims(pod, doc))
                 elif kind == "DaemonSet":
                     inputs.daemonsets.append(pod_request(daemonset_pod(doc)))
                 elif kind == "Node":
                     raw_nodes.append((where, doc))
+                elif kind in VOLUME_KINDS:
+                    volume_docs[str(kind)].append(doc)
                 elif kind in IGNORED_KINDS:
                     continue
                 else:
@@ -151,6 +164,8 @@ def read_inputs(paths: Iterable[str]) -> Inputs:
             pods.append(pod_request(doc))
         except (PodSpecError, QuantityError, ValueError) as err:
             raise InputError(f"{where}: {err}") from err
+    if implied or any(volume_docs.values()):
+        inputs.volumes = _volumes(volume_docs, implied)
     inputs.nodes = [_node(where, doc, pods) for where, doc in raw_nodes]
     node_names = {n.name for n in inputs.nodes}
     deleting = {n.name for n in inputs.nodes if n.marked_for_deletion}
@@ -159,6 +174,19 @@ def read_inputs(paths: Iterable[str]) -> Inputs:
         if pod.node_name and pod.node_name not in node_names:
             inputs.warnings.append(f"pod {pod.key} is bound to node {pod.node_name!r}, which is not in the inputs")
     return inputs
+
+
+def _volumes(docs: Mapping[str, list[Mapping[str, Any]]], implied: Iterable[Mapping[str, Any]]) -> VolumeObjects:
+    """The inputs' claims (over those their workloads would create), volumes, classes and CSINodes;
+    one that cannot be read keeps the pods using it pending with the reason, as in the cluster."""
+    found = {c.key: c for c in map(read_claim, implied)}
+    found.update((c.key, c) for c in map(read_claim, docs["PersistentVolumeClaim"]))
+    return VolumeObjects(
+        claims=found,
+        volumes={v.name: v for v in map(read_volume, docs["PersistentVolume"])},
+        classes={c.name: c for c in map(read_class, docs["StorageClass"])},
+        node_limits=dict(map(read_csinode, docs["CSINode"])),
+    )
 
 
 def _node(where: str, doc: Mapping[str, Any], pods: Sequence[PodRequest]) -> StateNode:

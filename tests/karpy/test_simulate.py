@@ -231,3 +231,52 @@ def test_aws_catalog_from_moto(moto_server: MotoServer, tmp_path: Path) -> None:
     refused = karpy("catalog", "--provider", "aws", "--region", "us-east-1", "--endpoint-url", moto_server.url,
                     "--price-file", str(bad))  # fmt: skip
     assert refused.returncode == 2 and "onDemand.us-east-1.m5.large: not a price" in refused.stderr
+
+
+def test_simulate_places_pods_where_their_volumes_are(tmp_path: Path) -> None:
+    """A StatefulSet whose claim templates use a WaitForFirstConsumer class limited to us-west-2c,
+    a pod whose claim is bound to a volume in us-west-2b, and a pod whose claim is missing."""
+    provisioner = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "default"},
+                   "spec": {"requirements": [{"key": "topology.kubernetes.io/zone", "operator": "In",
+                                              "values": ["us-west-2a", "us-west-2b", "us-west-2c"]}]}}  # fmt: skip
+    zone_c = [{"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": ["us-west-2c"]}]}]
+    gp3 = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "gp3"},
+           "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer",
+           "allowedTopologies": zone_c}  # fmt: skip
+    template = {"metadata": {"name": "data"},
+                "spec": {"storageClassName": "gp3", "accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+    statefulset = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+                   "spec": {"replicas": 2, "volumeClaimTemplates": [template],
+                            "template": {"metadata": {"labels": {"app": "db"}},
+                                         "spec": {"containers": [container("1", "1Gi")]}}}}  # fmt: skip
+    in_b = {"key": "topology.ebs.csi.aws.com/zone", "operator": "In", "values": ["us-west-2b"]}
+    ebs_zone_b = {"matchExpressions": [in_b]}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "logs"},
+             "spec": {"storageClassName": "gp3", "volumeName": "pv-logs", "accessModes": ["ReadWriteOnce"],
+                      "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+    volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-logs"},
+              "spec": {"storageClassName": "gp3", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                       "claimRef": {"namespace": "default", "name": "logs"},
+                       "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"},
+                       "nodeAffinity": {"required": {"nodeSelectorTerms": [ebs_zone_b]}}}}  # fmt: skip
+
+    def mounting(name: str, claim_name: str) -> dict[str, Any]:
+        volumes = [{"name": "v", "persistentVolumeClaim": {"claimName": claim_name}}]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"containers": [container("1", "1Gi")], "volumes": volumes}}  # fmt: skip
+
+    provisioners = tmp_path / "provisioners.yaml"
+    provisioners.write_text(yaml.safe_dump(provisioner))
+    pods = tmp_path / "pods.yaml"
+    docs = [gp3, statefulset, claim, volume, mounting("logger", "logs"), mounting("orphan", "nowhere")]
+    pods.write_text(yaml.safe_dump_all(docs))
+    proc = karpy("simulate", "--provisioners", str(provisioners), "--pods", str(pods), "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    zone_of = {pod: node["zone"] for node in out["nodes"] for pod in node["pods"]}
+    assert zone_of["default/db-0"] == zone_of["default/db-1"] == "us-west-2c"
+    assert zone_of["default/logger"] == "us-west-2b"
+    assert out["unschedulable"] == [
+        {"pod": "default/orphan", "reason": "persistentvolumeclaim default/nowhere not found"}
+    ]

@@ -235,3 +235,14 @@ def test_bind_refusal() -> None:
 
 def test_without_volume_objects_claims_are_not_looked_at() -> None:
     assert placements(run([db()]))
+
+
+def test_a_volumes_zone_label_pins_it_too() -> None:
+    """kube-scheduler's VolumeZone: the labels of older volumes, several zones joined by `__`."""
+    labelled = volume("pv", claim_ref=("default", "data"), labels={ZONE: "test-zone-b__test-zone-c"})
+    vols = objects([claim("data", volume="pv")], [labelled])
+    pod = db(required=[[req(ZONE, "NotIn", "test-zone-b")]])
+    assert zone_of(run([pod], volumes=vols), "db-0") == "test-zone-c"
+    assert "allow only zone test-zone-b or test-zone-c" in reason(
+        run([db(required=[[req(ZONE, "In", "test-zone-a")]])], volumes=vols), "db-0"
+    )
