@@ -5,11 +5,13 @@ and overhead with the AWS formulas (`overhead.py`, default kubelet settings; per
 settings and the node template are applied later by `shaping.for_provisioner`), and the
 offerings: every zone the type is offered in among the subnets' zones × each supported usage
 class (spot, on-demand), priced from `Prices`, available only when the price is known and the
-offering is not in the insufficient-capacity cache.
+offering is not in the insufficient-capacity cache. `volume_limits`: the EBS attachment limit
+(`ebs_attach_limit`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,6 +29,10 @@ NEURON = "aws.amazon.com/neuron"
 _CATEGORY = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
 
 OfferingKey = tuple[str, str, str]
+
+EBS_DRIVER = "ebs.csi.aws.com"
+NITRO_SHARED_ATTACHMENTS = 28  # AWS: most Nitro types, shared by EBS volumes, ENIs and NVMe instance store
+XEN_ATTACHMENTS = 39  # AWS: Xen types, more than 40 (39 beyond the root volume) risks boot failures
 
 
 def _lower(text: str) -> str:
@@ -47,6 +53,37 @@ def eni_pods(info: Mapping[str, Any]) -> int:
     enis = next((c.get("MaximumNetworkInterfaces") for c in cards if c.get("NetworkCardIndex") == default_index), None)
     enis = enis or net.get("MaximumNetworkInterfaces") or 1
     return eni_limited_pods(int(enis), int(net.get("Ipv4AddressesPerInterface") or 2))
+
+
+def ebs_attach_limit(hypervisor: str, nvme_disks: int = 0, maximum: int | None = None, dedicated: bool = False) -> int:
+    """How many EBS volumes a new node of the type can attach besides its root volume, as AWS
+    documents it ("Amazon EBS volume limits for Amazon EC2 instances"): a dedicated EBS limit
+    holds the root volume too; a shared limit (Nitro: 28 unless DescribeInstanceTypes says
+    otherwise) also holds the network interfaces — the primary one at boot, as the EBS CSI driver
+    counts — and the NVMe instance store disks; Xen types take 39."""
+    if dedicated and maximum:
+        return max(0, maximum - 1)
+    if hypervisor == "xen" and not maximum:
+        return XEN_ATTACHMENTS
+    shared = maximum or NITRO_SHARED_ATTACHMENTS
+    return max(0, shared - 1 - nvme_disks - 1)
+
+
+def volume_limits(info: Mapping[str, Any]) -> dict[str, int]:
+    """CSI driver → attachable volumes of a new node (the EBS driver only)."""
+    ebs = info.get("EbsInfo") or {}
+    storage = info.get("InstanceStorageInfo") or {}
+    nvme = 0
+    if storage.get("NvmeSupport") not in (None, "unsupported"):
+        nvme = sum(int(d.get("Count") or 0) for d in storage.get("Disks") or [])
+    maximum = ebs.get("MaximumEbsAttachments")
+    limit = ebs_attach_limit(
+        str(info.get("Hypervisor") or ""),
+        nvme,
+        int(maximum) if isinstance(maximum, int) else None,
+        ebs.get("AttachmentLimitType") == "dedicated",
+    )
+    return {EBS_DRIVER: limit}
 
 
 def labels_of(info: Mapping[str, Any], region: str) -> dict[str, str]:
@@ -142,9 +179,10 @@ def instance_type(
         extended=extended_resources(info),
     )
     cap = capacity(shape)
-    return new_instance_type(
+    it = new_instance_type(
         labels[L.INSTANCE_TYPE], labels, cap, overhead(shape, cap), offerings(info, zones, prices, unavailable)
     )
+    return dataclasses.replace(it, volume_limits=volume_limits(info))
 
 
 def usable(info: Mapping[str, Any]) -> bool:

@@ -13,12 +13,14 @@ design.md, so a catalog exported from a real AWS account can be used instead.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controller.cloudprovider.aws.instancetypes import EBS_DRIVER, ebs_attach_limit
 from controller.cloudprovider.aws.overhead import MachineShape, capacity, eni_limited_pods, overhead
 from controller.cloudprovider.simulated.pricing import on_demand_price, spot_price
 from controller.core import labels as L
@@ -170,7 +172,10 @@ def _build(family: Family, size: str) -> InstanceType:
     for zone in family.zones:
         offerings.append(Offering(zone, L.CAPACITY_TYPE_SPOT, spot_price(od, family.name, zone)))
         offerings.append(Offering(zone, L.CAPACITY_TYPE_ON_DEMAND, od))
-    return new_instance_type(name, labels, cap, overhead(shape, cap), offerings)
+    it = new_instance_type(name, labels, cap, overhead(shape, cap), offerings)
+    nvme_disks = 1 if "d" in variants else 0
+    limit = ebs_attach_limit(labels[L.INSTANCE_HYPERVISOR], nvme_disks)
+    return dataclasses.replace(it, volume_limits={EBS_DRIVER: limit})
 
 
 @functools.cache
@@ -194,6 +199,7 @@ def catalog_to_json(types: Iterable[InstanceType]) -> dict[str, Any]:
                 "overhead": format_resources(it.overhead),
                 "allocatable": format_resources(it.allocatable),
                 "labels": dict(sorted(it.labels.items())),
+                "volumeLimits": dict(sorted(it.volume_limits.items())),
                 "offerings": [
                     {"zone": o.zone, "capacityType": o.capacity_type, "price": o.price, "available": o.available}
                     for o in it.offerings
@@ -232,7 +238,13 @@ def _entry(entry: Any, path: str) -> InstanceType:
         raise CatalogError(f"{path}.labels: expected a mapping")
     labels = {str(k): str(v) for k, v in labels.items()}
     labels.setdefault(L.INSTANCE_TYPE, name)
-    return new_instance_type(name, labels, resources["capacity"], resources["overhead"], _offerings(entry, path))
+    it = new_instance_type(name, labels, resources["capacity"], resources["overhead"], _offerings(entry, path))
+    limits = entry.get("volumeLimits") or {}
+    if not isinstance(limits, Mapping) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in limits.values()
+    ):
+        raise CatalogError(f"{path}.volumeLimits: expected a mapping of CSI driver to a count")
+    return dataclasses.replace(it, volume_limits={str(k): int(v) for k, v in limits.items()})
 
 
 def _offerings(entry: Mapping[str, Any], path: str) -> list[Offering]:

@@ -48,6 +48,14 @@ def test_m5_xlarge() -> None:
     assert on_demand == {0.192}
 
 
+def test_ebs_attachment_limits_as_aws_documents_them() -> None:
+    """Nitro: 28 shared with the primary ENI, the root volume and NVMe instance store; Xen: 39."""
+    types = by_name()
+    assert types["m5.large"].volume_limits == {"ebs.csi.aws.com": 26}
+    assert types["m5d.large"].volume_limits == {"ebs.csi.aws.com": 25}
+    assert types["m4.large"].volume_limits == {"ebs.csi.aws.com": 39}
+
+
 def test_gpu_types() -> None:
     p3 = by_name()["p3.8xlarge"]
     assert p3.capacity["nvidia.com/gpu"] == 4
@@ -75,6 +83,7 @@ def test_json_round_trip() -> None:
     assert len(loaded) == len(simulated_catalog())
     m5 = loaded["m5.large"]
     assert m5.allocatable == by_name()["m5.large"].allocatable
+    assert entry["volumeLimits"] == {"ebs.csi.aws.com": 26} and m5.volume_limits == {"ebs.csi.aws.com": 26}
     assert m5.requirements[L.ZONE].values == set(ZONES)
 
 
@@ -88,6 +97,8 @@ def test_json_round_trip() -> None:
          r"offerings\[0\]\.capacityType"),
         ({"instanceTypes": [{"name": "x", "offerings": [{"zone": "z", "capacityType": "spot", "price": -1}]}]},
          r"offerings\[0\]\.price"),
+        ({"instanceTypes": [{"name": "x", "offerings": [], "volumeLimits": {"ebs.csi.aws.com": "many"}}]},
+         r"\(x\)\.volumeLimits"),
     ],
 )  # fmt: skip
 def test_bad_catalogs_name_the_field(doc: dict[str, Any], message: str) -> None:
