@@ -17,7 +17,7 @@ from controller.apis.provisioner import Provisioner
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.types import Inputs
-from controller.scheduling.types import InstanceType, LabelSelector, PodRequest, ProvisionerSpec
+from controller.scheduling.types import InstanceType, LabelSelector, PodRequest, ProvisionerSpec, VolumeObjects
 from controller.state.snapshot import NodeView, PdbView, PodView, ProvisionerView, Snapshot
 from tests.builders.scheduling import make_instance_type
 
@@ -128,6 +128,7 @@ def make_node(
 def make_inputs(
     nodes: Iterable[NodeView], provisioners: Iterable[ProvisionerWithTypes] | None = None, *, now: float = T0,
     pdbs: Iterable[PdbView] = (), pending: Iterable[PodView] = (), consolidated: bool = False,
+    volumes: VolumeObjects | None = None,
 ) -> Inputs:  # fmt: skip
     """One pass's inputs: the nodes (with their pods), the provisioners and their types, pending pods."""
     provs = list(provisioners) if provisioners is not None else [make_provisioner()]
@@ -136,7 +137,7 @@ def make_inputs(
     pods = {p.key: p for p in (*(p for n in node_list for p in n.pods), *waiting)}
     state = Snapshot(
         synced=True, now=now, pods=pods, nodes={n.name: n for n in node_list},
-        provisioners={p.name: p.view for p in provs}, pdbs=tuple(pdbs),
+        provisioners={p.name: p.view for p in provs}, pdbs=tuple(pdbs), volumes=volumes or VolumeObjects(),
     )  # fmt: skip
     return Inputs.of(state, {p.name: p.instance_types for p in provs}, consolidated)
 
