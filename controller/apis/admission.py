@@ -6,8 +6,9 @@ the same apiVersion (`admission.k8s.io/v1` or `v1beta1`) carrying the request's 
 and AWSNodeTemplate on CREATE and UPDATE are defaulted (mutate, as a base64 JSONPatch, none
 when nothing changes) or validated (validate); anything unreadable or invalid is denied with
 `status.code: 400` and a message naming every field at fault; so is a document nested deeper
-than `limits.MAX_DEPTH` (before anything walks it recursively). DELETE, CONNECT, the status
-subresource and other kinds are allowed unchanged.
+than `limits.MAX_DEPTH` (before anything walks it recursively). A Pod on CREATE (mutate) gets
+karpy's topology scheduling gate when `podgate.needs_gate` says so, and is never denied. DELETE,
+CONNECT, the status subresource and other kinds are allowed unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from controller.apis.defaults import default_requirements
 from controller.apis.errors import FieldError, render
 from controller.apis.limits import MAX_DEPTH, too_deep
 from controller.apis.load import read
+from controller.apis.podgate import gate_patch
 from controller.apis.schemas import AWS_NODE_TEMPLATE, PROVISIONER
 from controller.apis.validation import validate_provisioner
 
@@ -79,10 +81,27 @@ def _patch(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/spec/requirements/-", "value": req} for req in added]
 
 
+def _is_pod(request: dict[str, Any]) -> bool:
+    kind = request.get("kind")
+    return isinstance(kind, dict) and kind.get("group") == "" and kind.get("kind") == "Pod"
+
+
+def _answer(ops: list[dict[str, Any]]) -> dict[str, Any]:
+    answer: dict[str, Any] = {"allowed": True}
+    if ops:
+        answer["patchType"] = "JSONPatch"
+        answer["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+    return answer
+
+
 def _decide(request: dict[str, Any], mutate: bool) -> dict[str, Any]:
     operation = request.get("operation")
     if operation not in ("CREATE", "UPDATE") or request.get("subResource"):
         return {"allowed": True}
+    if _is_pod(request):  # pods: only gated on creation (podgate.py), never denied
+        obj = request.get("object")
+        creating = mutate and operation == "CREATE" and isinstance(obj, dict)
+        return _answer(gate_patch(obj) if creating and isinstance(obj, dict) else [])
     kind = _kind_of(request)
     if kind is None:
         return {"allowed": True, "warnings": ["karpy admits only Provisioner and AWSNodeTemplate; left unchanged"]}
@@ -97,12 +116,7 @@ def _decide(request: dict[str, Any], mutate: bool) -> dict[str, Any]:
     if loaded is not None and not mutate:
         errors = validate_provisioner(loaded) if is_provisioner else validate_awsnodetemplate(loaded)
     if not errors:
-        answer: dict[str, Any] = {"allowed": True}
-        ops = _patch(obj) if mutate and is_provisioner and isinstance(obj, dict) else []
-        if ops:
-            answer["patchType"] = "JSONPatch"
-            answer["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
-        return answer
+        return _answer(_patch(obj) if mutate and is_provisioner and isinstance(obj, dict) else [])
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     name = meta.get("name") if isinstance(meta, dict) else None
     subject = f"{kind} {name!r}" if isinstance(name, str) else kind

@@ -37,6 +37,9 @@ DEPROVISIONING_CORDON = "karpy.sh/deprovisioning-cordon"
 # node stamped by another version is not drifted by its hash, only re-stamped.
 PROVISIONER_HASH_VERSION = "karpy.sh/provisioner-hash-version"
 NODE_TEMPLATE_HASH_VERSION = "karpy.sh/nodetemplate-hash-version"
+# The scheduling gate karpy's pod webhook puts on pods with a DoNotSchedule spread on a key other
+# than the hostname; provisioning removes it once it has chosen the pod's domain (issue 17).
+TOPOLOGY_GATE = "karpy.sh/topology-spread"
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"

@@ -7,7 +7,9 @@ call it directly with a `FakeClock`): snapshot → decide → act.
 2. Every provisionable pod not seen before (or still pending after `retry_seconds`, 10 s)
    triggers the batcher; when its window closes, a fresh snapshot is scheduled with
    `controller.scheduling.scheduler.schedule()`.
-3. Each new node is launched (`launcher.Launcher`) held cordoned (`nodes.BINDING_HOLD`). Once
+3. Each new node is launched (`launcher.Launcher`) held cordoned (`nodes.BINDING_HOLD`). Pods
+   gated by karpy's topology gate are pinned to the domain of the node planned for them and
+   released to kube-scheduler (`spreadpin.py`), once every node of the batch exists. Once
    the batch is launched, each planned pod that `bindcheck.refusal()` accepts against a fresh
    snapshot is bound (Binding subresource); then every held node is released at once. Pods
    karpy does not bind — placed on existing nodes, depending on pods of other nodes (zonal
@@ -41,6 +43,7 @@ from controller.provisioning.launcher import Launcher, LaunchError
 from controller.provisioning.metrics import SCHEDULING_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.provisioning.nodetemplates import instance_types_for
+from controller.provisioning.spreadpin import Pinner
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
 from controller.state.cluster import ClusterState
@@ -98,6 +101,7 @@ class ProvisioningController:
         self._batch_taken = 0.0  # when the last batch's snapshot was taken
         self._templates: dict[str, AWSNodeTemplate | None] = {}
         self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
+        self.pinner = Pinner(kube, state)
 
     def reconcile(self) -> Outcome | None:
         snap = self.state.snapshot()
@@ -113,6 +117,7 @@ class ProvisioningController:
         found = provisionable(snap)
         for pod, why in found.ignored:
             self.decisions.record_once(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
+            self.pinner.release(pod)  # not karpy's to place: kube-scheduler decides as before
         if not found.pending and not found.rescheduled:
             return None
         return self._provision(snap, found)
@@ -169,6 +174,7 @@ class ProvisioningController:
         usage = {name: snap.provisioner_usage(name) for name in snap.provisioners}
         nominated_events = 0
         held: list[tuple[str, tuple[str, ...]]] = []
+        pins: list[tuple[PodView, Mapping[str, str]]] = []
         for node in result.new_nodes:
             view = snap.provisioners.get(node.provisioner)
             if view is None or view.spec is None:
@@ -199,8 +205,12 @@ class ProvisioningController:
             for key in [k for k in pod_keys if k in pending][: max(0, NOMINATED_EVENTS_PER_BATCH - nominated_events)]:
                 self.recorder.publish(events.nominated(pending[key], launched.node_name))
                 nominated_events += 1
+            labels = (launched.node.get("metadata") or {}).get("labels") or {}
+            pins += [(pending[k], labels) for k in pod_keys if k in pending and pending[k].topology_gated]
             if self.settings.bind_pods:
                 held.append((launched.node_name, tuple(k for k in pod_keys if k in pending)))
+        for pod, labels in pins:  # every planned node exists now: its domain is decided
+            self.pinner.pin(pod, labels)
         if held:
             # Bind against the cluster as it is now, not as the plan saw it; then release every
             # held node at once, so kube-scheduler sees all the batch's new domains together.
@@ -213,12 +223,16 @@ class ProvisioningController:
         self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: Outcome
     ) -> None:
         """Pods planned onto existing nodes are nominated, not bound: those nodes are not held, so
-        kube-scheduler (which binds there on its own) decides, and no two binders race."""
-        for node_name in result.existing_assignments:
+        kube-scheduler (which binds there on its own) decides, and no two binders race. Gated
+        pods are pinned to the node's domains (`spreadpin.py`)."""
+        for node_name, keys in result.existing_assignments.items():
             node = snap.nodes.get(node_name)
             if node is None or node.marked_for_deletion:
                 continue
             self.state.nominate([node_name], snap.now + self.settings.nomination_seconds)
+            for key in keys:
+                if key in pending and pending[key].topology_gated:
+                    self.pinner.pin(pending[key], node.labels)
 
     def _release(self, node: str, keep_cordoned: bool = False) -> None:
         try:

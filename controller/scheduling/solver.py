@@ -2,7 +2,8 @@
 
 Internal to `scheduler.schedule()`; pure. Set-up follows spec §5.3 (provisioners by weight then
 name, daemonset overhead per provisioner, remaining limits counting existing nodes, topology
-over the batch). For each pod, in the queue order of spec §5.4:
+over the batch). For each pod, in the queue order of spec §5.4 (karpy: pods whose own node
+selector fixes a spread's domain first, `_spread_fixed`):
 1. existing nodes in their given order (creation time, then name) — first that accepts wins;
 2. nodes opened earlier in this solve, fewest pods first (ties: oldest) — first that accepts;
 3. a new node from the first provisioner (weight order) whose template, topology, limits and
@@ -28,7 +29,7 @@ from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
 from controller.scheduling.nodetable import NodeClass, NodeTable
 from controller.scheduling.podstate import PodState, RequirementCache, requirements_of
 from controller.scheduling.provisioners import by_weight
-from controller.scheduling.types import InstanceType, ProvisionerSpec, SchedulingInput, StateNode
+from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, SchedulingInput, StateNode
 from controller.scheduling.typetable import TypeTable
 
 _NEVER = np.iinfo(np.int64).max
@@ -61,6 +62,18 @@ def universe(
                         out |= both.values
     cache[key] = out
     return out
+
+
+def _spread_fixed(pod: PodRequest) -> bool:
+    """Whether the pod's own node selector fixes the domain of one of its DoNotSchedule spreads
+    (e.g. a pod karpy pinned when lifting its topology gate, `provisioning/spreadpin.py`). Such
+    pods are placed first, so the pods still choosing a domain count them where they must go
+    (karpy decision; Karpenter orders by size only)."""
+    return any(
+        c.when_unsatisfiable == "DoNotSchedule" and c.topology_key in pod.node_selector
+        for c in pod.topology_spread
+        if c.topology_key != HOSTNAME
+    )
 
 
 class Solver:
@@ -203,16 +216,16 @@ class Solver:
 
     def _pods(self) -> None:
         batch = self.batch
-        keys = [(-p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.creation_timestamp, p.uid, i)
-                for i, p in enumerate(batch)]  # fmt: skip
+        keys = [(not _spread_fixed(p), -p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.creation_timestamp,
+                 p.uid, i) for i, p in enumerate(batch)]  # fmt: skip
         keys.sort()
         resources = self.resources
         # every request vector at once (one array, a row view per pod)
-        requests = np.array([[batch[k[4]].requests.get(r, 0) for r in resources] for k in keys], dtype=np.int64)
+        requests = np.array([[batch[k[5]].requests.get(r, 0) for r in resources] for k in keys], dtype=np.int64)
         requests = requests.reshape(len(keys), len(resources))
         requirement_cache: RequirementCache = {}
         for row, key in enumerate(keys):
-            pod = batch[key[4]]
+            pod = batch[key[5]]
             if pod.ignore_reason:
                 self.unschedulable[pod.key] = f"ignored: {pod.ignore_reason}"
                 continue

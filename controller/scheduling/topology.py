@@ -167,12 +167,15 @@ class Topology:
         self._capacity = capacity
 
     def _group(self, spec: tuple[Any, ...]) -> Group:
-        group = self._by_spec.get(spec)
+        # a node filter's `Requirements` are mappings (unhashable): the key holds their values
+        node_filter: tuple[Requirements, ...] = spec[7]
+        key = (*spec[:7], tuple(frozenset(f.values()) for f in node_filter), spec[8]) if node_filter else spec
+        group = self._by_spec.get(key)
         if group is not None:
             return group
         group = Group(len(self.groups), spec, () if spec[1] == HOSTNAME else self._universe(spec[1]), self._capacity)
         self.groups.append(group)
-        self._by_spec[spec] = group
+        self._by_spec[key] = group
         self._selecting.clear()
         self._inverse_selecting.clear()
         if not group.inverse:

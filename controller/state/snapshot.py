@@ -55,6 +55,13 @@ class PodView:
     request: PodRequest | None
     obj: Obj = field(repr=False)
     unschedulable_since: float = 0.0  # that condition's lastTransitionTime (0: not marked or unknown)
+    scheduling_gates: tuple[str, ...] = ()
+
+    @property
+    def topology_gated(self) -> bool:
+        """Gated by karpy's topology gate alone: waiting for provisioning to choose its domain
+        (no one else schedules it; `provisioning/spreadpin.py` lifts the gate)."""
+        return self.scheduling_gates == (L.TOPOLOGY_GATE,)
 
     @cached_property  # read for every pod by every pass: computed once per view
     def key(self) -> str:
@@ -93,10 +100,11 @@ class PodView:
 
     @property
     def provisionable(self) -> bool:
-        """Pods considered (decisions table): PodScheduled=False reason Unschedulable, not bound,
-        not preempting, not owned by a DaemonSet or a Node, not terminal, not being deleted."""
+        """Pods considered (decisions table): PodScheduled=False reason Unschedulable (or gated by
+        karpy's topology gate alone), not bound, not preempting, not owned by a DaemonSet or a
+        Node, not terminal, not being deleted."""
         return (
-            self.unschedulable
+            (self.unschedulable or self.topology_gated)
             and not self.node_name
             and not self.nominated_node_name
             and not self.is_daemonset

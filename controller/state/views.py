@@ -203,6 +203,7 @@ def pod_view(obj: Obj) -> PodView:
         request=request,
         obj=obj,
         unschedulable_since=since,
+        scheduling_gates=tuple(str(g.get("name")) for g in spec.get("schedulingGates") or [] if isinstance(g, Mapping)),
     )
 
 

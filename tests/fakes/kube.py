@@ -157,6 +157,8 @@ class FakeKube:
         current = self.get(PODS, pod, namespace)
         if current.get("spec", {}).get("nodeName"):
             raise ConflictError("pod is already assigned", 409)
+        if current.get("spec", {}).get("schedulingGates"):
+            raise ConflictError(f"pod {pod} has non-empty .spec.schedulingGates", 409)
         if self.find(NODES, node) is None:
             raise NotFoundError(f"node {node} not found", 404)
         self.bindings.append((f"{namespace}/{pod}", node))

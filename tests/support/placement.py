@@ -4,6 +4,7 @@ Test code only, and deliberately independent of karpy: it imports nothing from `
 quantities, selectors, affinities and taints itself from the wire objects, and follows
 kube-scheduler's filter semantics (not karpy's):
 
+- a pod with scheduling gates cannot be bound (the apiserver refuses);
 - resources: the requests of the pods on the node (max of the summed containers and each init
   container, plus overhead) fit `status.allocatable`, and the pod count fits `pods`;
 - taints: every `NoSchedule`/`NoExecute` taint is tolerated, except the node-lifecycle taints
@@ -215,6 +216,8 @@ def placement_violations(pod: Obj, node_name: str, view: ClusterView) -> list[st
     meta, spec = _meta(node), node.get("spec") or {}
     if meta.get("deletionTimestamp"):
         out.append(f"{where}: the node is being deleted")
+    if (pod.get("spec") or {}).get("schedulingGates"):
+        out.append(f"{where}: the pod has scheduling gates (the apiserver refuses to bind it)")
     cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
     if spec.get("unschedulable") and BINDING_HOLD not in (meta.get("annotations") or {}) and not tolerates(pod, cordon):
         out.append(f"{where}: the node is cordoned")
@@ -444,3 +447,33 @@ def domain_counts(nodes: Iterable[Obj], pods: Iterable[Obj], key: str, selector:
         if domain is not None:
             counts[domain] = counts.get(domain, 0) + 1
     return counts
+
+
+def spread_skew_violations(nodes: Iterable[Obj], pods: Iterable[Obj], key: str, domains: Iterable[str]) -> list[str]:
+    """The end state of every `DoNotSchedule` spread on `key` of the bound pods, over `domains`
+    (e.g. every zone the provisioners allow, empty ones included) plus any domain a matching pod
+    runs in: each group's largest count minus its smallest must not exceed its maxSkew. This is
+    the constraint as the user wrote it, whatever domains existed when each pod was bound."""
+    view = ClusterView({str(_meta(n).get("name")): n for n in nodes}, {pod_key(p): p for p in pods})
+    bound = [p for p in view.bound() if not _meta(p).get("deletionTimestamp")]
+    groups: dict[str, tuple[str, Mapping[str, Any], int]] = {}
+    for pod in bound:
+        for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or []:
+            if c.get("topologyKey") == key and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule":
+                namespace = _meta(pod).get("namespace", "default")
+                selector = c.get("labelSelector") or {}
+                groups.setdefault(f"{namespace} {selector}", (namespace, selector, int(c["maxSkew"])))
+    out = []
+    for name, (namespace, selector, max_skew) in sorted(groups.items()):
+        counts = dict.fromkeys(domains, 0)
+        for pod in bound:
+            if _meta(pod).get("namespace", "default") != namespace:
+                continue
+            if not selector_matches(selector, _meta(pod).get("labels") or {}):
+                continue
+            domain = _domain(view.node_of(pod), key)
+            if domain is not None:
+                counts[domain] = counts.get(domain, 0) + 1
+        if counts and max(counts.values()) - min(counts.values()) > max_skew:
+            out.append(f"spread {name} on {key}: counts {counts} exceed maxSkew {max_skew}")
+    return out

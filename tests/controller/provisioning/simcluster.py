@@ -12,6 +12,8 @@ kube-scheduler racing it, kwok-like readiness, arrivals at any moment, and contr
   everything, as DaemonSet pods do, so they land on held nodes too); `startup_taint=True` gives
   the Provisioner a startup taint that kwok() removes one pass after the node turns Ready, as the
   agent it waits for would.
+- `webhook=True` creates pods as karpy's pod webhook admits them (zonal-spread pods gated with
+  `karpy.sh/topology-spread`); the fake kube-scheduler leaves gated pods alone.
 - `violations()` replays the write log through the checker.
 """
 
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.apis.podgate import gate_patch
 from controller.clock import FakeClock
 from controller.cloudprovider.base import Instance, NodeRequest
 from controller.cloudprovider.simulated.catalog import simulated_catalog
@@ -75,7 +78,10 @@ DAEMON_REQUESTS = {"cpu": "200m", "memory": "128Mi"}
 
 
 class SimCluster:
-    def __init__(self, with_daemonset: bool = False, startup_taint: bool = False, **provisioner: Any) -> None:
+    def __init__(
+        self, with_daemonset: bool = False, startup_taint: bool = False, webhook: bool = False, **provisioner: Any
+    ) -> None:
+        self.webhook = webhook
         self.clock = FakeClock()
         self.hooks = Hooks()
         self.kube = HookedKube(self.hooks, self.clock)
@@ -127,6 +133,10 @@ class SimCluster:
         name = f"{app}-{self._seq}"
         pod = make_pod(name, cpu=cpu, memory=memory, labels={"app": app}, pending=False, **spec)
         pod["metadata"]["creationTimestamp"] = format_timestamp(self.clock.now())
+        if self.webhook:  # karpy's pod webhook, as the apiserver would call it
+            for op in gate_patch(pod):
+                pod["spec"].setdefault("schedulingGates", [])
+                pod["spec"]["schedulingGates"] += op["value"] if isinstance(op["value"], list) else [op["value"]]
         self.kube.put(PODS, pod)
         return name
 
@@ -166,8 +176,8 @@ class SimCluster:
         for pod in sorted(self.kube.items(PODS), key=lambda p: p["metadata"]["name"]):
             if pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp"):
                 continue
-            if pod["metadata"]["labels"].get("app") == "agent":
-                continue
+            if pod["metadata"]["labels"].get("app") == "agent" or pod["spec"].get("schedulingGates"):
+                continue  # a gated pod waits (kube-scheduler marks it SchedulingGated)
             view = self.view(as_kube_scheduler=True)
             for node in sorted(self.kube.items(NODES), key=lambda n: n["metadata"]["name"]):
                 if node["spec"].get("unschedulable") or node["metadata"].get("deletionTimestamp"):

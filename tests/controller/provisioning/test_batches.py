@@ -14,10 +14,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.controller.provisioning.simcluster import SimCluster
+from controller.kube.resources import NODES as NODES_KIND
+from controller.kube.resources import PODS as PODS_KIND
+from tests.controller.provisioning.simcluster import ZONES, SimCluster
+from tests.support import placement
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -78,6 +82,14 @@ def expect_no_violations(sim: SimCluster) -> None:
     assert not problems, "\n".join(problems)
 
 
+def expect_spread_over_zones(sim: SimCluster, all_bound: bool = True) -> None:
+    nodes, pods = sim.kube.items(NODES_KIND), sim.kube.items(PODS_KIND)
+    problems = placement.spread_skew_violations(nodes, pods, ZONE, ZONES)
+    assert not problems, "\n".join(problems)
+    if all_bound:
+        assert not sim.pending(), sim.pending()
+
+
 # -- reproductions of the reported run ----------------------------------------------------------
 
 
@@ -127,11 +139,13 @@ STEP = st.one_of(
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(STEP, min_size=3, max_size=14), st.booleans(), st.booleans())
+@given(st.lists(STEP, min_size=3, max_size=14), st.booleans(), st.booleans(), st.booleans())
 def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(
-    steps: list[tuple[str, Any]], with_daemonset: bool, startup_taint: bool
+    steps: list[tuple[str, Any]], with_daemonset: bool, startup_taint: bool, webhook: bool
 ) -> None:
-    sim = SimCluster(with_daemonset=with_daemonset, startup_taint=startup_taint)
+    """... and with karpy's pod webhook, every zonal spread ends within its maxSkew over the
+    provisioner's three zones, however its pods arrived (issue 17)."""
+    sim = SimCluster(with_daemonset=with_daemonset, startup_taint=startup_taint, webhook=webhook)
     for action, arg in steps:
         if action == "arrive":
             arrive(sim, *arg)
@@ -153,3 +167,37 @@ def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(
     sim.batch()
     sim.kube_scheduler()
     expect_no_violations(sim)
+    if webhook:
+        expect_spread_over_zones(sim, all_bound=False)
+
+
+# -- issue 17: a zonal spread holds over the provisioner's zones in the end ----------------------
+
+ISSUE_17 = (("generic", 24, "medium"), ("zone-spread-1", 6, "medium"), ("on-demand", 2, "medium"),
+            ("host-anti", 4, "small"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("first", "generic_size", "spread_size"),
+    [(0, "large", "medium"), (1, "large", "medium"), (2, "large", "small"), (3, "medium", "medium")],
+)
+def test_issue_17_spread_pods_arriving_over_batches_end_within_max_skew_over_every_zone(
+    first: int, generic_size: str, spread_size: str
+) -> None:
+    """The issue's Deployments over two batches: kube-scheduler binds the spread pods that
+    arrive after the first batch into the room of its nodes, where only some zones exist yet
+    (without the gate: 6/0/0 and 3/3/0)."""
+    sim = SimCluster(webhook=True)
+    arrive(sim, "generic", 24, generic_size)
+    arrive(sim, "zone-spread-1", first, spread_size)
+    sim.kube_scheduler()
+    sim.batch()
+    arrive(sim, "zone-spread-1", 6 - first, spread_size)
+    arrive(sim, "on-demand", 2, "medium")
+    arrive(sim, "host-anti", 4, "small")
+    for _ in range(3):
+        sim.kube_scheduler()
+        sim.batch()
+    sim.kube_scheduler()
+    expect_no_violations(sim)
+    expect_spread_over_zones(sim)

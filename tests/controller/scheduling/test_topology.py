@@ -156,3 +156,21 @@ def test_group_helpers() -> None:
     node = Requirements.from_labels({ZONE: "a"})
     assert filter_matches((), node)
     assert not filter_matches((Requirements.from_labels({ZONE: "b"}),), node)
+
+
+def test_a_zonal_spread_of_pods_with_a_node_selector_is_counted_not_a_crash() -> None:
+    """A spread's node filter (the pod's node selector) is part of its group's identity; the
+    filter's requirements are mappings, which once made the group lookup raise TypeError."""
+    pods = [web(f"w{i}", spread=[spread(ZONE, WEB)], node_selector={CAPACITY_TYPE: "on-demand"}) for i in range(3)]
+    result = run(pods)
+    assert sorted(zone_of(result, f"w{i}") for i in range(3)) == ["test-zone-a", "test-zone-b", "test-zone-c"]
+
+
+def test_pods_whose_node_selector_fixes_their_spread_domain_are_counted_first() -> None:
+    """A pod karpy already pinned to a zone (younger and smaller than the others here) is placed
+    before the pods still choosing, so they see it where it must go."""
+    pinned = web("w-pinned", cpu="100m", spread=[spread(ZONE, WEB)], node_selector={ZONE: "test-zone-a"})
+    pods = [web(f"w{i}", spread=[spread(ZONE, WEB)]) for i in range(2)]
+    result = run([*pods, pinned])
+    assert zone_of(result, "w-pinned") == "test-zone-a"
+    assert sorted(zone_of(result, f"w{i}") for i in range(2)) == ["test-zone-b", "test-zone-c"]
