@@ -127,8 +127,12 @@ class ProvisioningController:
         kube-scheduler marked them, but not before the last batch was taken) and for pods whose
         retry is due (now)."""
         keys = set()
+        # pinned pods waiting for kube-scheduler (`spread_pinned`) are counted by a batch, open none
+        waiting = {p.key for p in found.pending if not (p.unschedulable or p.topology_gated)}
         for pod in (*found.pending, *found.rescheduled):
             keys.add(pod.key)
+            if pod.key in waiting:
+                continue
             last = self._last_try.get(pod.key)
             if last is None:
                 self._last_try[pod.key] = now

@@ -58,6 +58,23 @@ class PodView:
     scheduling_gates: tuple[str, ...] = ()
 
     @property
+    def spread_pinned(self) -> bool:
+        """Pending, ungated, and its own node selector fixes the domain of one of its
+        DoNotSchedule spreads off the hostname (a pod karpy pinned when lifting its topology
+        gate, or one a user pinned). Considered by provisioning without kube-scheduler's mark, so
+        the group's counts hold it where it must go while it waits to be bound."""
+        pod = self.request
+        return (
+            pod is not None
+            and not self.scheduling_gates
+            and any(
+                c.when_unsatisfiable == "DoNotSchedule" and c.topology_key != L.HOSTNAME
+                and c.topology_key in pod.node_selector
+                for c in pod.topology_spread
+            )
+        )  # fmt: skip
+
+    @property
     def topology_gated(self) -> bool:
         """Gated by karpy's topology gate alone: waiting for provisioning to choose its domain
         (no one else schedules it; `provisioning/spreadpin.py` lifts the gate)."""
@@ -101,10 +118,10 @@ class PodView:
     @property
     def provisionable(self) -> bool:
         """Pods considered (decisions table): PodScheduled=False reason Unschedulable (or gated by
-        karpy's topology gate alone), not bound, not preempting, not owned by a DaemonSet or a
-        Node, not terminal, not being deleted."""
+        karpy's topology gate alone, or `spread_pinned`), not bound, not preempting, not owned by
+        a DaemonSet or a Node, not terminal, not being deleted."""
         return (
-            (self.unschedulable or self.topology_gated)
+            (self.unschedulable or self.topology_gated or self.spread_pinned)
             and not self.node_name
             and not self.nominated_node_name
             and not self.is_daemonset

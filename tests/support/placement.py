@@ -453,9 +453,15 @@ def spread_skew_violations(nodes: Iterable[Obj], pods: Iterable[Obj], key: str, 
     """The end state of every `DoNotSchedule` spread on `key` of the bound pods, over `domains`
     (e.g. every zone the provisioners allow, empty ones included) plus any domain a matching pod
     runs in: each group's largest count minus its smallest must not exceed its maxSkew. This is
-    the constraint as the user wrote it, whatever domains existed when each pod was bound."""
+    the constraint as the user wrote it, whatever domains existed when each pod was bound. A pod
+    not bound yet whose `nodeSelector` fixes `key` counts in that domain (it can go nowhere else)."""
     view = ClusterView({str(_meta(n).get("name")): n for n in nodes}, {pod_key(p): p for p in pods})
-    bound = [p for p in view.bound() if not _meta(p).get("deletionTimestamp")]
+    live = [p for p in view.pods.values() if not _meta(p).get("deletionTimestamp") and not _terminal(p)]
+    bound = [
+        p
+        for p in live
+        if (p.get("spec") or {}).get("nodeName") or ((p.get("spec") or {}).get("nodeSelector") or {}).get(key)
+    ]
     groups: dict[str, tuple[str, Mapping[str, Any], int]] = {}
     for pod in bound:
         for c in (pod.get("spec") or {}).get("topologySpreadConstraints") or []:
@@ -471,7 +477,9 @@ def spread_skew_violations(nodes: Iterable[Obj], pods: Iterable[Obj], key: str, 
                 continue
             if not selector_matches(selector, _meta(pod).get("labels") or {}):
                 continue
-            domain = _domain(view.node_of(pod), key)
+            node = view.node_of(pod)
+            pinned = (pod.get("spec") or {}).get("nodeSelector") or {}
+            domain = _domain(node, key) if node is not None else pinned.get(key)
             if domain is not None:
                 counts[domain] = counts.get(domain, 0) + 1
         if counts and max(counts.values()) - min(counts.values()) > max_skew:
