@@ -70,7 +70,7 @@ class ProvisioningSettings:
 
 
 @dataclass
-class Outcome:
+class ProvisioningPass:
     """What one provisioning pass did (returned for tests and logs)."""
 
     launched: list[str] = field(default_factory=list)
@@ -103,7 +103,7 @@ class ProvisioningController:
         self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
         self.pinner = Pinner(kube, state)
 
-    def reconcile(self) -> Outcome | None:
+    def reconcile(self) -> ProvisioningPass | None:
         snap = self.state.snapshot()
         if not snap.synced:
             return None
@@ -144,8 +144,8 @@ class ProvisioningController:
         for key in [k for k in self._last_try if k not in keys]:
             del self._last_try[key]
 
-    def _provision(self, snap: Snapshot, found: Provisionable) -> Outcome:
-        outcome = Outcome()
+    def _provision(self, snap: Snapshot, found: Provisionable) -> ProvisioningPass:
+        outcome = ProvisioningPass()
         by_provisioner = instance_types_for(snap, self.cloud)
         self._templates = by_provisioner.templates
         inp = provisioning_input(
@@ -173,7 +173,7 @@ class ProvisioningController:
         return outcome
 
     def _launch_all(
-        self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: Outcome
+        self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: ProvisioningPass
     ) -> None:
         usage = {name: snap.provisioner_usage(name) for name in snap.provisioners}
         nominated_events = 0
@@ -224,7 +224,7 @@ class ProvisioningController:
                 self._release(node_name)
 
     def _bind_existing(
-        self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: Outcome
+        self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: ProvisioningPass
     ) -> None:
         """Pods planned onto existing nodes are nominated, not bound: those nodes are not held, so
         kube-scheduler (which binds there on its own) decides, and no two binders race. Gated

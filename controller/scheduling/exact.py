@@ -61,7 +61,7 @@ class Bins:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class PoolRefinement:
     """What the exact pass did to one pool: "improved", "kept" (no cheaper layout, or the time
     limit hit first), "skipped" (too large, or no budget left)."""
 
@@ -197,16 +197,16 @@ def verified(
     return out if np.array_equal(total, counts) else None
 
 
-def refine(solver: Solver) -> list[Outcome]:
+def refine(solver: Solver) -> list[PoolRefinement]:
     """Replace each small pool's nodes by the MILP's layout where its launches are cheaper."""
     settings = solver.inp.settings
     budget = settings.exact_time_limit
-    outcomes: list[Outcome] = []
+    outcomes: list[PoolRefinement] = []
     if budget <= 0:
         return outcomes
     for cls, nodes in pools(solver):
         if budget <= 1e-3:
-            outcomes.append(Outcome("skipped", "no budget", 0.0, 0.0, 0.0))
+            outcomes.append(PoolRefinement("skipped", "no budget", 0.0, 0.0, 0.0))
             continue
         outcome = _refine_pool(solver, cls.id, nodes, budget)
         budget -= outcome.seconds
@@ -263,17 +263,17 @@ def pool_problem(solver: Solver, cid: int, nodes: list[int]) -> Pool | None:
     return Pool(shapes, counts, inverse, idx, usable, price, start)
 
 
-def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> Outcome:
+def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> PoolRefinement:
     settings = solver.inp.settings
     cls = solver.table.classes[cid]
     before = sum(node_price(solver, j) for j in nodes)
     h = len(nodes)
     max_nodes = None if settings.exact_more_nodes else h
     if h > settings.exact_max_bins or max_nodes == 1:
-        return Outcome("skipped", "size", before, before, 0.0)
+        return PoolRefinement("skipped", "size", before, before, 0.0)
     pool = pool_problem(solver, cid, nodes)
     if pool is None:
-        return Outcome("skipped", "no fitting types", before, before, 0.0)
+        return PoolRefinement("skipped", "no fitting types", before, before, 0.0)
     shapes, counts, usable, price = pool.shapes, pool.counts, pool.usable, pool.price
     chosen = prune(usable, price, np.array([t for t, _ in pool.start], dtype=np.int64))
     position = {int(t): k for k, t in enumerate(chosen)}
@@ -282,20 +282,20 @@ def _refine_pool(solver: Solver, cid: int, nodes: list[int], budget: float) -> O
     seconds = result.seconds
     start_cost = sum(float(price[t]) for t, _ in pool.start)
     if not result.bins or result.cost >= start_cost - 1e-9:
-        return Outcome("kept", result.status, before, before, seconds)
+        return PoolRefinement("kept", result.status, before, before, seconds)
     bins = verified([(int(chosen[t]), take) for t, take in result.bins], shapes, counts, usable, price)
     if bins is None:
-        return Outcome("kept", "unverified", before, before, seconds)
+        return PoolRefinement("kept", "unverified", before, before, seconds)
     after = _launch_cost(solver, cid, shapes, bins)
     if after >= before - 1e-9:
-        return Outcome("kept", result.status, before, before, seconds)
+        return PoolRefinement("kept", result.status, before, before, seconds)
     pods: list[PodState] = [ps for j in nodes for ps in solver.table.pods[j]]
     by_shape: list[list[PodState]] = [[] for _ in range(len(shapes))]
     for ps, s in zip(pods, pool.inverse, strict=True):
         by_shape[int(s)].append(ps)
     contents = [[by_shape[s].pop() for s in range(len(shapes)) for _ in range(int(take[s]))] for _, take in bins]
     rebuild(solver, cls, nodes, contents)
-    return Outcome("improved", result.status, before, after, seconds)
+    return PoolRefinement("improved", result.status, before, after, seconds)
 
 
 def _launch_cost(solver: Solver, cid: int, shapes: np.ndarray, bins: list[tuple[int, np.ndarray]]) -> float:

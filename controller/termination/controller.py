@@ -39,7 +39,9 @@ BACKOFF_MIN, BACKOFF_MAX = 0.1, 10.0
 
 
 @dataclass
-class Outcome:
+class TerminationPass:
+    """What one termination pass did (returned for tests and logs)."""
+
     cordoned: list[str] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
@@ -62,8 +64,8 @@ class TerminationController:
         self.recorder, self.decisions = recorder, decisions
         self._backoff: dict[str, tuple[float, float]] = {}  # pod key -> (next try, delay)
 
-    def reconcile(self) -> Outcome:
-        outcome = Outcome()
+    def reconcile(self) -> TerminationPass:
+        outcome = TerminationPass()
         snap = self.state.snapshot()
         if not snap.synced:
             return outcome
@@ -80,7 +82,7 @@ class TerminationController:
             del self._backoff[key]
         return outcome
 
-    def _terminate(self, node: NodeView, now: float, outcome: Outcome) -> None:
+    def _terminate(self, node: NodeView, now: float, outcome: TerminationPass) -> None:
         if not node.unschedulable or node.labels.get(L.EXCLUDE_LB) != "karpenter":
             self.kube.patch(
                 NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {L.EXCLUDE_LB: "karpenter"}}}
@@ -99,7 +101,7 @@ class TerminationController:
             return
         self._remove_finalizer(node, now, outcome)
 
-    def _drain(self, node: NodeView, plan: DrainPlan, now: float, outcome: Outcome) -> None:
+    def _drain(self, node: NodeView, plan: DrainPlan, now: float, outcome: TerminationPass) -> None:
         for pod in plan.evict:
             if self._evict(node, pod, now):
                 outcome.evicted.append(pod.key)
@@ -168,7 +170,7 @@ class TerminationController:
                     return True
         return False
 
-    def _remove_finalizer(self, node: NodeView, now: float, outcome: Outcome) -> None:
+    def _remove_finalizer(self, node: NodeView, now: float, outcome: TerminationPass) -> None:
         if not self._patch_finalizers(node.name, node.obj):
             return
         provisioner = node.provisioner or ""
