@@ -33,9 +33,10 @@ from enum import StrEnum
 from typing import Any
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
-from controller.apis.provisioner import KubeletConfiguration, Provisioner, Taint
+from controller.apis.provisioner import KubeletConfiguration, Provisioner
 from controller.core import labels as L
 from controller.core.quantity import QuantityError, parse_duration, parse_quantity
+from controller.core.taints import Taint
 
 PROVISIONER_HASH_VERSION = "v1"
 NODE_TEMPLATE_HASH_VERSION = "v1"

@@ -13,29 +13,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.core.quantity import parse_duration
+from controller.core.taints import Taint, taint_from_wire, taint_to_wire
 
 API_VERSION = "karpenter.sh/v1alpha5"
 KIND = "Provisioner"
 
 
 @dataclass(frozen=True)
-class Taint:
+class NodeSelectorRequirement:
+    """One `spec.requirements` entry as written (key, operator, values), in its order."""
+
     key: str
-    value: str = ""
-    effect: str = ""
+    operator: str
+    values: tuple[str, ...] = ()
 
     @staticmethod
-    def from_wire(obj: Mapping[str, Any]) -> Taint:
-        return Taint(str(obj.get("key", "")), str(obj.get("value", "") or ""), str(obj.get("effect", "") or ""))
+    def from_wire(obj: Mapping[str, Any]) -> NodeSelectorRequirement:
+        return NodeSelectorRequirement(
+            str(obj["key"]), str(obj["operator"]), tuple(str(v) for v in obj.get("values") or ())
+        )
 
-    def to_wire(self) -> dict[str, str]:
-        out = {"key": self.key, "effect": self.effect}
-        if self.value:
-            out["value"] = self.value
-        return out
+    def to_wire(self) -> dict[str, Any]:
+        return {"key": self.key, "operator": self.operator, "values": list(self.values)}
 
     def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        return f"{self.key} {self.operator} {', '.join(self.values)}".rstrip()
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ class Provisioner:
     annotations: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
-    requirements: tuple[dict[str, Any], ...] = ()
+    requirements: tuple[NodeSelectorRequirement, ...] = ()
     kubelet: KubeletConfiguration | None = None
     limits: dict[str, str] = field(default_factory=dict)
     ttl_seconds_after_empty: int | None = None
@@ -187,16 +189,13 @@ class Provisioner:
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
         kubelet = spec.get("kubeletConfiguration")
-        reqs = tuple(
-            {"key": r["key"], "operator": r["operator"], "values": list(r.get("values") or [])}
-            for r in spec.get("requirements") or []
-        )
+        reqs = tuple(NodeSelectorRequirement.from_wire(r) for r in spec.get("requirements") or [])
         return Provisioner(
             name=str(meta.get("name") or ""),
             labels=dict(spec.get("labels") or {}),
             annotations=dict(spec.get("annotations") or {}),
-            taints=tuple(Taint.from_wire(t) for t in spec.get("taints") or []),
-            startup_taints=tuple(Taint.from_wire(t) for t in spec.get("startupTaints") or []),
+            taints=tuple(taint_from_wire(t) for t in spec.get("taints") or []),
+            startup_taints=tuple(taint_from_wire(t) for t in spec.get("startupTaints") or []),
             requirements=reqs,
             kubelet=KubeletConfiguration.from_wire(kubelet) if kubelet is not None else None,
             limits={k: str(v) for k, v in ((spec.get("limits") or {}).get("resources") or {}).items()},
@@ -216,9 +215,9 @@ class Provisioner:
         spec: dict[str, Any] = {
             "labels": self.labels,
             "annotations": self.annotations,
-            "taints": [t.to_wire() for t in self.taints],
-            "startupTaints": [t.to_wire() for t in self.startup_taints],
-            "requirements": [dict(r) for r in self.requirements],
+            "taints": [taint_to_wire(t) for t in self.taints],
+            "startupTaints": [taint_to_wire(t) for t in self.startup_taints],
+            "requirements": [r.to_wire() for r in self.requirements],
             "kubeletConfiguration": self.kubelet.to_wire() if self.kubelet is not None else None,
             "limits": {"resources": self.limits} if self.limits else None,
             "ttlSecondsAfterEmpty": self.ttl_seconds_after_empty,

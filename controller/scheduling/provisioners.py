@@ -16,7 +16,6 @@ from controller.apis.provisioner import KubeletConfiguration, Provisioner
 from controller.core.labels import PROVISIONER_NAME
 from controller.core.requirements import IN, Requirement, Requirements
 from controller.core.resources import parse_resources
-from controller.core.taints import Taint
 from controller.scheduling.types import KubeletSpec, ProvisionerSpec
 
 
@@ -46,12 +45,14 @@ def provisioner_spec(provisioner: Provisioner) -> ProvisionerSpec:
     """The scheduling view of one defaulted, validated Provisioner."""
     return ProvisionerSpec(
         name=provisioner.name,
-        requirements=template_requirements(provisioner.name, provisioner.requirements, provisioner.labels),
+        requirements=template_requirements(
+            provisioner.name, [r.to_wire() for r in provisioner.requirements], provisioner.labels
+        ),
         weight=provisioner.weight or 0,
         labels=dict(provisioner.labels),
         annotations={**provisioner.annotations, **provisioner_hash_annotations(provisioner)},
-        taints=tuple(Taint(t.key, t.value, t.effect) for t in provisioner.taints),
-        startup_taints=tuple(Taint(t.key, t.value, t.effect) for t in provisioner.startup_taints),
+        taints=provisioner.taints,
+        startup_taints=provisioner.startup_taints,
         kubelet=kubelet_spec(provisioner.kubelet),
         limits=parse_resources(provisioner.limits),
     )

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from controller.apis.provisioner import Provisioner
+from controller.apis.provisioner import NodeSelectorRequirement, Provisioner
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.types import Inputs
@@ -68,10 +68,10 @@ def make_provisioner(
     instance_types: Sequence[InstanceType] = CATALOG,
 ) -> ProvisionerWithTypes:  # fmt: skip
     reqs = Requirements([Requirement.new(L.PROVISIONER_NAME, IN, [name])])
-    wire: tuple[dict[str, object], ...] = ()
+    wire: tuple[NodeSelectorRequirement, ...] = ()
     if capacity_types is not None:
         reqs.add(Requirement.new(L.CAPACITY_TYPE, IN, capacity_types))
-        wire = ({"key": L.CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)},)
+        wire = (NodeSelectorRequirement(L.CAPACITY_TYPE, IN, tuple(capacity_types)),)
     prov = Provisioner(
         name=name, consolidation_enabled=consolidation, ttl_seconds_after_empty=ttl_empty,
         ttl_seconds_until_expired=ttl_expired, requirements=wire,

@@ -83,10 +83,7 @@ def provisioner_row(inputs: Inputs, view: ProvisionerView) -> dict[str, Any]:
         "error": view.error,
         "deleting": view.deleting,
         "weight": p.weight if p else None,
-        "requirements": [
-            f"{r['key']} {r['operator']} {', '.join(r.get('values') or [])}".rstrip()
-            for r in (p.requirements if p else ())
-        ],
+        "requirements": [str(r) for r in (p.requirements if p else ())],
         "taints": [str(t) for t in p.taints] if p else [],
         "startupTaints": [str(t) for t in p.startup_taints] if p else [],
         "labels": dict(p.labels) if p else {},
