@@ -116,10 +116,17 @@ def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> lis
 
 
 class CapacityCollector(Collector):
-    """Registered once per controller process; reads a fresh snapshot on every scrape."""
+    """Registered once per controller process; reads a fresh snapshot on every scrape.
+
+    `describe()` names the families without reading anything: registering would otherwise call
+    `collect()`, whose prices come from the cloud — a bad credential then killed the process at
+    start (issue 20, defect 5)."""
 
     def __init__(self, snapshot: Callable[[], Snapshot], prices: Callable[[], Mapping[PriceKey, float]]) -> None:
         self._snapshot, self._prices = snapshot, prices
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        yield from metric_families(Snapshot(synced=False, now=0.0, pods={}, nodes={}, provisioners={}), {})
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from metric_families(self._snapshot(), self._prices())

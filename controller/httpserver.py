@@ -1,7 +1,8 @@
 """The controller's small HTTP server (stdlib, in a thread): health, metrics, decisions.
 
 - `GET /healthz` — 200 `ok` while the process runs;
-- `GET /readyz` — 200 once cluster state is synced, else 503;
+- `GET /readyz` — 200 once cluster state is synced (and, on the leader, the cloud answers),
+  else 503 with the reason (`status()["notReady"]`);
 - `GET /metrics` — Prometheus text (Karpenter's metric names, spec §9.1);
 - `GET /api/v1/decisions?limit=N` — JSON list of recent decisions, newest first;
 - `GET /api/v1/status` — JSON: identity, leader, synced;
@@ -132,8 +133,9 @@ class ControllerHTTPServer:
                 if url.path == "/healthz":
                     self._send(200, b"ok", "text/plain")
                 elif url.path == "/readyz":
-                    ready = bool(outer.status().get("synced"))
-                    self._send(200 if ready else 503, b"ok" if ready else b"not synced", "text/plain")
+                    status = outer.status()
+                    why = str(status.get("notReady", "" if status.get("synced") else "not synced"))
+                    self._send(503 if why else 200, why.encode()[:2048] if why else b"ok", "text/plain")
                 elif url.path == "/metrics":
                     self._send(200, generate_latest(), CONTENT_TYPE_LATEST)
                 elif url.path == "/api/v1/decisions":

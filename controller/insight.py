@@ -9,7 +9,8 @@ the deprovisioning controller; the HTTP server (`httpserver.py`) serves its answ
   (the provisioning controller's `unschedulable`/`ignored` decision) and when it was given.
 
 `prices()` is shared with the capacity metrics (`capacity.py`). Prices come from the catalogue,
-read at most once a minute.
+read at most once a minute, and never while the cloud does not answer (`cloudhealth.py`): then
+the last prices stay, outlooks are left out, and `nodes()` says why in `cloud`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller.clock import Clock
+from controller.cloudhealth import CloudHealth
 from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.errors import CloudProviderError
 from controller.core import labels as L
 from controller.core.timestamps import format_timestamp
 from controller.decisions import DecisionLog
@@ -47,9 +50,11 @@ class Insight:
         decisions: DecisionLog,
         clock: Clock,
         outlooks: Callable[[], Mapping[str, Outlook]] | None = None,
+        health: CloudHealth | None = None,
     ) -> None:
         self._state, self._cloud, self._decisions, self._clock = state, cloud, decisions, clock
         self._outlooks = outlooks
+        self._health = health
         self._lock = threading.Lock()
         self._prices: dict[PriceKey, float] = {}
         self._prices_at = float("-inf")
@@ -58,20 +63,30 @@ class Insight:
         """(instance type, zone, capacity type) → hourly price, from the catalogue (cached a minute)."""
         now = self._clock.now()
         with self._lock:
-            if now - self._prices_at < PRICE_REFRESH_SECONDS:
+            if now - self._prices_at < PRICE_REFRESH_SECONDS or not self._cloud_ready():
                 return self._prices
         prices: dict[PriceKey, float] = {}
-        for it in self._cloud.get_instance_types():
+        try:
+            types = self._cloud.get_instance_types()
+        except CloudProviderError as err:
+            log.debug("reading prices: %s", err)
+            with self._lock:
+                return self._prices
+        for it in types:
             for o in it.offerings:
                 prices[(it.name, o.zone, o.capacity_type)] = o.price
         with self._lock:
             self._prices, self._prices_at = prices, now
         return prices
 
+    def _cloud_ready(self) -> bool:
+        return self._health is None or self._health.ready()
+
     def nodes(self) -> dict[str, Any]:
         snap = self._state.snapshot()
         prices = self.prices()
-        outlooks = self._outlooks() if self._outlooks is not None and snap.synced else {}
+        cloud_ready = self._cloud_ready()
+        outlooks = self._outlooks() if self._outlooks is not None and snap.synced and cloud_ready else {}
         out: dict[str, Any] = {}
         for name, node in sorted(snap.nodes.items()):
             if not node.owned:
@@ -80,7 +95,8 @@ class Insight:
             if name in outlooks:
                 entry["outlook"] = outlooks[name].to_json()
             out[name] = entry
-        return {"synced": snap.synced, "time": format_timestamp(snap.now), "nodes": out}
+        cloud = self._health.to_json() if self._health is not None else {"ready": True, "problem": ""}
+        return {"synced": snap.synced, "time": format_timestamp(snap.now), "cloud": cloud, "nodes": out}
 
     def pending(self) -> dict[str, Any]:
         snap = self._state.snapshot()

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from prometheus_client import REGISTRY
@@ -24,7 +25,9 @@ from prometheus_client import REGISTRY
 from controller import logs
 from controller.capacity import CapacityCollector
 from controller.clock import Clock, SystemClock
+from controller.cloudhealth import CloudHealth, publish_unavailable
 from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.errors import CloudProviderError
 from controller.decisions import DecisionLog
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
@@ -58,6 +61,8 @@ class Reconciler(Protocol):
 class Job:
     controller: Reconciler
     interval: float
+    needs_cloud: bool = False  # skipped while the cloud does not answer (`cloudhealth.py`)
+    first_run_now: bool = False  # else the first run is one interval after start
 
 
 @dataclass
@@ -73,16 +78,28 @@ class App:
     insight: Insight
     jobs: list[Job]
     elector: LeaderElector | None
+    health: CloudHealth
     stop: threading.Event = field(default_factory=threading.Event)
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
+
+    def not_ready(self) -> str:
+        """Why `/readyz` answers 503 ("" when ready): cluster state not synced yet, or — on the
+        leader, the replica that would act — a cloud provider that does not answer."""
+        if not self.state.synced():
+            return "not synced"
+        if self.is_leader() and not self.health.ready():
+            return f"cloud provider: {self.health.problem()}"
+        return ""
 
     def status(self) -> dict[str, Any]:
         return {
             "identity": self.settings.identity,
             "leader": self.is_leader(),
             "synced": self.state.synced(),
+            "notReady": self.not_ready(),
+            "cloud": self.health.to_json(),
             "controllers": [j.controller.name for j in self.jobs],
         }
 
@@ -137,22 +154,34 @@ def make_aws_provider(settings: Settings, clock: Clock) -> CloudProvider:
 
 class AWSRefresh:
     """The `aws.refresh` job: the AWS provider's catalog, prices and launch templates, kept fresh
-    in the background so that no listing happens on the provisioning path."""
+    in the background so that no listing happens on the provisioning path; and the cloud's
+    health (`cloudhealth.py`): every pass while EC2 does not answer (bad credential, unreachable
+    endpoint) is a `DryRun` check, reported with the IAM hint, until it answers."""
 
     name = "aws.refresh"
 
-    def __init__(self, cloud: Any) -> None:
-        self.cloud = cloud
+    def __init__(self, cloud: Any, health: CloudHealth, state: ClusterState, recorder: EventRecorder) -> None:
+        self.cloud, self.health, self.state, self.recorder = cloud, health, state, recorder
         self._hydrated = False
 
     def reconcile(self) -> None:
-        if not self._hydrated:
-            problem = self.cloud.check_access()
-            if problem:
-                log.error("the AWS API refuses karpy's calls (see the IAM policy in the README): %s", problem)
-            self.cloud.launch_templates.hydrate()
-            self._hydrated = True
-        self.cloud.refresh()
+        try:
+            if not self._hydrated or not self.health.ready():
+                problem = self.cloud.check_access()
+                if problem:
+                    self._failed(f"{problem} (see the IAM policy in the README)")
+                    return
+                self.cloud.launch_templates.hydrate()
+                self._hydrated = True
+            self.cloud.refresh()
+        except CloudProviderError as err:
+            self._failed(str(err))
+            return
+        self.health.ok()
+
+    def _failed(self, problem: str) -> None:
+        self.health.failed(problem)
+        publish_unavailable(self.recorder, self.state.snapshot(), problem)
 
 
 def build(
@@ -182,8 +211,9 @@ def build(
         bind_pods=settings.bind_pods,
     )
     provisioning = ProvisioningController(state, kube, cloud, clock, recorder, decisions, prov_settings)
+    health = CloudHealth(clock, cloud.name, checked=cloud.name != "aws")
     jobs = [
-        Job(provisioning, settings.tick_seconds),
+        Job(provisioning, settings.tick_seconds, needs_cloud=True),
         Job(CounterController(state, kube, cloud.default_node_template), 1.0),
         Job(InitializationController(state, kube), 1.0),
         Job(
@@ -194,18 +224,19 @@ def build(
                 state, kube, cloud, clock, decisions, settings.gc_leak_seconds, settings.gc_max_node_deletions
             ),
             settings.gc_interval_seconds,
+            needs_cloud=True,
         ),
     ]
-    jobs += _aws_jobs(settings, state, kube, cloud, recorder, decisions)
+    jobs += _aws_jobs(settings, state, kube, cloud, recorder, decisions, health)
     # Deprovisioning is imported at module level: a module that fails to import crashes the
     # process at start instead of shipping a controller that never consolidates (issue 9, bug 5).
     deprovisioning = DeprovisioningController(
         state, kube, cloud, ProvisioningLauncher(provisioning.launcher, state), clock, _deprovisioning(settings),
         recorder=recorder, decisions=decisions,
     )  # fmt: skip
-    jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds))
-    insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks)
-    return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, jobs, elector)
+    jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds, needs_cloud=True))
+    insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks, health)
+    return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, jobs, elector, health)
 
 
 def _aws_jobs(
@@ -215,10 +246,13 @@ def _aws_jobs(
     cloud: CloudProvider,
     recorder: EventRecorder,
     decisions: DecisionLog,
+    health: CloudHealth,
 ) -> list[Job]:
     if cloud.name != "aws":
         return []
-    jobs = [Job(AWSRefresh(cloud), 30.0)]
+    # every 5 s: a pass reloads only what is stale (`refresh()`), and a cloud that does not
+    # answer is retried that often, so the controller recovers soon after it does
+    jobs = [Job(AWSRefresh(cloud, health, state, recorder), 5.0, first_run_now=True)]
     if settings.aws_interruption_queue:
         from controller.cloudprovider.aws.interruption import InterruptionQueue
         from controller.interruption.controller import InterruptionController, Replacements
@@ -227,7 +261,7 @@ def _aws_jobs(
         queue = InterruptionQueue(api, settings.aws_interruption_queue)
         unavailable = cloud.unavailable  # type: ignore[attr-defined]
         interruption = InterruptionController(state, kube, queue, recorder, decisions, unavailable.mark)
-        jobs += [Job(interruption, 1.0), Job(Replacements(interruption), 1.0)]
+        jobs += [Job(interruption, 1.0, needs_cloud=True), Job(Replacements(interruption), 1.0, needs_cloud=True)]
     return jobs
 
 
@@ -240,11 +274,14 @@ def _deprovisioning(settings: Settings) -> DeprovisioningSettings:
     )
 
 
-def job_body(app: App, controller: Reconciler) -> Callable[[], None]:
-    """The APScheduler job: a thin adapter that calls `reconcile()` when this replica leads."""
+def job_body(app: App, controller: Reconciler, needs_cloud: bool = False) -> Callable[[], None]:
+    """The APScheduler job: a thin adapter that calls `reconcile()` when this replica leads (and,
+    for a job that needs the cloud, while the cloud answers)."""
 
     def body() -> None:
         if app.stop.is_set() or not app.is_leader():
+            return
+        if needs_cloud and not app.health.ready():
             return
         started = time.monotonic()
         try:
@@ -282,6 +319,7 @@ def run(settings: Settings) -> int:
     start_informers(app.kube, app.state, app.stop, settings.resync_seconds)
     answers = {"/api/v1/nodes": app.insight.nodes, "/api/v1/pods/pending": app.insight.pending}
     http = ControllerHTTPServer(settings.http_host, settings.http_port, app.decisions, app.status, answers)
+    # registering calls only `describe()`: nothing reaches the cloud at start (issue 20, defect 5)
     capacity = CapacityCollector(app.state.snapshot, app.insight.prices)
     REGISTRY.register(capacity)
     http.start()
@@ -290,14 +328,16 @@ def run(settings: Settings) -> int:
         threading.Thread(target=app.elector.run, args=(app.stop,), name="leader-election", daemon=True).start()
     scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(len(app.jobs) + 1)})
     for job in app.jobs:
+        first = {"next_run_time": datetime.now(UTC)} if job.first_run_now else {}
         scheduler.add_job(
-            job_body(app, job.controller),
+            job_body(app, job.controller, job.needs_cloud),
             "interval",
             seconds=job.interval,
             id=job.controller.name,
             max_instances=1,
             coalesce=True,
             misfire_grace_time=None,
+            **first,
         )
     scheduler.start()
     app.stop.wait()

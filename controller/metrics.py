@@ -49,3 +49,8 @@ RECONCILE_ERRORS = Gauge(
 REST_CLIENT_REQUESTS = Counter(
     "rest_client_requests", "Number of HTTP requests, partitioned by status code, method, and host.", ["code", "method"]
 )
+# karpy's: 1 while the cloud provider answers (its last check succeeded), 0 while it does not
+# (bad credential, unreachable endpoint); see `controller/cloudhealth.py`.
+CLOUDPROVIDER_READY = Gauge(
+    "karpy_cloudprovider_ready", "1 while the cloud provider answers karpy's calls, else 0.", ["provider"]
+)

@@ -76,3 +76,17 @@ def test_the_collector_serves_them_on_a_registry() -> None:
     registry.register(CapacityCollector(snapshot, lambda: PRICES))
     text = generate_latest(registry).decode()
     assert "karpenter_nodes_allocatable{" in text and "karpenter_pods_state{" in text
+
+
+def test_registering_reads_neither_the_cluster_nor_the_cloud() -> None:
+    """Issue 20, defect 5: registration called `collect()`, whose prices came from the cloud; a bad
+    AWS credential raised there and the controller exited at start."""
+
+    def unreachable() -> dict[tuple[str, str, str], float]:
+        raise RuntimeError("ec2 DescribeInstanceTypes: AuthFailure")
+
+    registry = CollectorRegistry(auto_describe=True)
+    collector = CapacityCollector(snapshot, unreachable)
+    registry.register(collector)
+    assert "karpenter_pods_state" in {m.name for m in collector.describe()}
+    registry.unregister(collector)

@@ -26,8 +26,8 @@ class MotoServer:
     proc: subprocess.Popen[bytes]
 
     @staticmethod
-    def start(log: Path) -> MotoServer:
-        port = free_port()
+    def start(log: Path, port: int | None = None) -> MotoServer:
+        port = port or free_port()
         out = log.open("wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],

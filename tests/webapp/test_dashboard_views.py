@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -170,6 +171,17 @@ def test_controller_unreachable_is_said_plainly() -> None:
     assert "Controller unreachable" in html and "http://x:1" in html
     assert client.get("/api/v1/overview").get_json()["status"]["controllerReachable"] is False
     assert client.get("/api/v1/nodes").get_json()["data"]["total"] == 3
+
+
+def test_a_cloud_that_does_not_answer_gets_a_banner_on_every_page() -> None:
+    source = cluster()
+    source.answers = dataclasses.replace(source.answers, cloud_problem="ec2 DescribeInstanceTypes: AuthFailure: bad")
+    client = create_app(dashboard_source=source).test_client()
+    for path in PAGES:
+        html = client.get(path).get_data(as_text=True)
+        assert 'id="cloud-problem"' in html and "AuthFailure: bad" in html, path
+    assert client.get("/api/v1/overview").get_json()["status"]["cloudProblem"].endswith("AuthFailure: bad")
+    assert 'id="cloud-problem"' not in create_app(dashboard_source=cluster()).test_client().get("/").get_data(True)
 
 
 def test_without_a_cluster_the_dashboard_says_so() -> None:

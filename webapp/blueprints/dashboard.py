@@ -36,6 +36,7 @@ def status(inputs: Inputs) -> dict[str, Any]:
         "problem": inputs.problem,
         "controllerReachable": not inputs.controller.error,
         "controllerError": inputs.controller.error,
+        "cloudProblem": inputs.controller.cloud_problem,
     }
 
 

@@ -39,6 +39,7 @@ class ControllerAnswers:
     nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     pending: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     decisions: tuple[Mapping[str, Any], ...] = ()
+    cloud_problem: str = ""  # why the controller's cloud provider does not answer ("" when it does)
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,16 @@ def ask_controller(api: ControllerAPI | None) -> ControllerAnswers:
         return ControllerAnswers(error=str(err))
     if not (isinstance(nodes, dict) and isinstance(pending, dict) and isinstance(decisions, list)):
         return ControllerAnswers(error=f"the controller at {api.base_url} answered in an unexpected shape")
+    cloud = nodes.get("cloud")
+    cloud_problem = ""
+    if isinstance(cloud, dict) and cloud.get("ready") is False:
+        cloud_problem = str(cloud.get("problem") or "it does not answer")[:1024]
     return ControllerAnswers(
         "",
         _mappings(nodes.get("nodes")),
         _mappings(pending.get("pods")),
         tuple(d for d in decisions if isinstance(d, dict)),
+        cloud_problem,
     )
 
 

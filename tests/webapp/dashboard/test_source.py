@@ -42,6 +42,22 @@ def test_the_controllers_answers(controller: tuple[str, dict[str, int]]) -> None
     assert got.error == ""
     assert got.nodes == {"n1": {"pricePerHour": 0.1}}
     assert got.decisions[0]["subject"] == "node/n1"
+    assert got.cloud_problem == ""
+
+
+def test_a_cloud_that_does_not_answer_is_passed_on() -> None:
+    problem = "ec2 DescribeInstanceTypes: AuthFailure: AWS was not able to validate the credentials"
+    answers = {
+        "/api/v1/nodes": lambda: {"nodes": {}, "cloud": {"ready": False, "problem": problem}},
+        "/api/v1/pods/pending": lambda: {"pods": {}},
+    }
+    srv = ControllerHTTPServer("127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"synced": True}, answers)
+    srv.start()
+    try:
+        got = ask_controller(ControllerAPI(f"http://127.0.0.1:{srv.port}"))
+    finally:
+        srv.stop()
+    assert got.error == "" and got.cloud_problem == problem
 
 
 def test_an_unreachable_controller_is_said_plainly() -> None:
