@@ -100,6 +100,9 @@ def create_app(settings: WebappSettings | None = None, dashboard_source: object 
 
     @app.errorhandler(Exception)
     def unexpected(err: Exception) -> tuple[Response | str, int]:
+        if type(err).__module__.startswith("gunicorn.http"):  # a body gunicorn cannot parse: the client's fault
+            log.warning("bad request body: %s", str(err)[:200])
+            return answer(400, f"bad request: {type(err).__name__}")
         log.exception("request failed: %s", err)
         return answer(503, f"the request could not be processed: {type(err).__name__}")
 

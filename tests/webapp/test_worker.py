@@ -23,7 +23,6 @@ import pytest
 import requests
 
 from tests.support.procs import free_port, karpy, stop, wait_until
-from webapp.worker import request_complete
 
 REQUEST_TIMEOUT = 3  # the server's deadline for a handshake and a complete request, in seconds
 STALLED = 50
@@ -31,7 +30,7 @@ CLIENT_TIMEOUT = 1.0  # what a normal review is allowed
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, Path]]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, Path, Path]]:
     tmp = tmp_path_factory.mktemp("webapp-soak")
     subprocess.run(
         [sys.executable, "-m", "karpy", "certs", "generate", "--dir", str(tmp / "certs"), "--host", "127.0.0.1"],
@@ -58,7 +57,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
         wait_until(
             lambda: requests.get(f"https://127.0.0.1:{port}/healthz", verify=str(ca), timeout=1).ok, 30, "webapp", proc
         )
-        yield "127.0.0.1", port, ca
+        yield "127.0.0.1", port, ca, tmp / "webapp.log"
     finally:
         stop(proc)
 
@@ -118,8 +117,8 @@ def normal_reviews(url: str, ca: Path, count: int, prefix: str) -> list[str]:
     return failed
 
 
-def test_reviews_are_answered_in_time_under_50_stalled_connections(server: tuple[str, int, Path]) -> None:
-    host, port, ca = server
+def test_reviews_are_answered_in_time_under_50_stalled_connections(server: tuple[str, int, Path, Path]) -> None:
+    host, port, ca, _ = server
     url = f"https://{host}:{port}"
     stalled: list[socket.socket] = [stalled_hello(host, port) for _ in range(STALLED // 2)]
     stalled += [stalled_request(host, port, ca) for _ in range(STALLED - len(stalled))]
@@ -151,19 +150,98 @@ def test_reviews_are_answered_in_time_under_50_stalled_connections(server: tuple
             sock.close()
 
 
-@pytest.mark.parametrize(
-    ("buffer", "complete"),
-    [
-        (b"POST / HTTP/1.1\r\nHost: x\r\n", False),
-        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", True),
-        (b"POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n{}", False),
-        (b'POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n{""}', True),
-        (b"POST / HTTP/1.1\r\nContent-Length: nope\r\n\r\n", True),  # gunicorn answers 400
-        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n", False),
-        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", True),
-        (b"POST / HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n" + b"x" * 101, True),  # over the limit: 413
-        (b"GET /" + b"x" * 70_000, True),  # headers over 64 KiB: gunicorn refuses them
-    ],
-)
-def test_a_request_is_handed_to_a_thread_only_once_complete(buffer: bytes, complete: bool) -> None:
-    assert request_complete(buffer, max_body=100) is complete
+IDLE = 2100  # more than both workers' 1,000 connection slots (gunicorn's worker_connections)
+
+
+def reviews_in_parallel(url: str, ca: Path, prefix: str, threads: int = 4, each: int = 10) -> list[str]:
+    failures: list[str] = []
+    workers = [
+        threading.Thread(target=lambda p=f"{prefix}{i}": failures.extend(normal_reviews(url, ca, each, p)))
+        for i in range(threads)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return failures
+
+
+def test_idle_connections_are_closed_from_accept_and_a_flood_of_them_locks_nobody_out(
+    server: tuple[str, int, Path, Path],
+) -> None:
+    """Issue 20, defect 1: connections that never send a byte were never closed, and ~2,100 of
+    them filled every slot — the workers stopped polling, answering nothing, even after they left."""
+    host, port, ca, _ = server
+    url = f"https://{host}:{port}"
+    opened = time.monotonic()
+    first = [socket.create_connection((host, port), timeout=5) for _ in range(10)]
+    assert all(closed_by_server(sock, REQUEST_TIMEOUT + 2 - (time.monotonic() - opened)) for sock in first)
+    idle = [socket.create_connection((host, port), timeout=5) for _ in range(IDLE)]
+    try:
+        assert reviews_in_parallel(url, ca, "during") == []
+    finally:
+        for sock in idle:
+            sock.close()
+    assert reviews_in_parallel(url, ca, "after") == []
+
+
+def trickle(host: str, port: int, ca: Path, stop: threading.Event) -> ssl.SSLSocket:
+    """A chunked request whose first chunk's data ends like a last chunk, then a byte every 0.5 s."""
+    context = ssl.create_default_context(cafile=str(ca))
+    sock = context.wrap_socket(socket.create_connection((host, port), timeout=5), server_hostname=host)
+    head = b"POST /webhooks/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    sock.sendall(head + b"400\r\n" + b'{"a": "' + b"x" * 6 + b"0\r\n\r\n")
+
+    def drip() -> None:
+        while not stop.wait(0.5):
+            try:
+                sock.sendall(b"y")
+            except OSError:
+                return
+
+    threading.Thread(target=drip, daemon=True).start()
+    return sock
+
+
+def test_fake_finished_trickling_chunked_bodies_hold_no_thread(server: tuple[str, int, Path, Path]) -> None:
+    """Issue 20, defect 2: 24 such clients kept a normal review unanswered for 14 s."""
+    host, port, ca, _ = server
+    stop = threading.Event()
+    opened = time.monotonic()
+    trickling = [trickle(host, port, ca, stop) for _ in range(24)]
+    try:
+        assert reviews_in_parallel(f"https://{host}:{port}", ca, "trickle") == []
+        # the deadline runs from accept: each is closed REQUEST_TIMEOUT after it connected
+        assert all(closed_by_server(s, REQUEST_TIMEOUT + 2 - (time.monotonic() - opened)) for s in trickling)
+    finally:
+        stop.set()
+        for sock in trickling:
+            sock.close()
+
+
+def raw_exchange(host: str, port: int, ca: Path, request: bytes) -> bytes:
+    context = ssl.create_default_context(cafile=str(ca))
+    with context.wrap_socket(socket.create_connection((host, port), timeout=5), server_hostname=host) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+        return answer
+
+
+def test_a_malformed_chunked_body_is_answered_400_with_one_short_log_line(server: tuple[str, int, Path, Path]) -> None:
+    """Issue 20, defect 2: it answered 503 and logged a whole traceback (a flood fills the log)."""
+    host, port, ca, log = server
+    head = b"POST /webhooks/validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    before = log.read_text(errors="replace").count("\n")
+    for _ in range(40):
+        answer = raw_exchange(host, port, ca, head + b"zz\r\n{}\r\n0\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert b"invalid chunk size" in answer
+    answer = raw_exchange(host, port, ca, head + b"2\r\n{}XX0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text
+    new = text.splitlines()[before:]
+    refused = [line for line in new if "refused a request" in line]
+    assert 1 <= len(refused) <= 4 and all(len(line) < 300 for line in refused), new[-10:]
