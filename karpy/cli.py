@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument(
         "--request-timeout",
         type=float,
-        help="seconds a client has for its TLS handshake and whole request (default 10, "
+        help="seconds a client has from connecting to its whole request, TLS handshake included (default 10, "
         "env KARPY_WEBAPP_REQUEST_TIMEOUT)",
     )
     web.set_defaults(func=_webapp)

@@ -32,7 +32,7 @@ class WebappSettings:
     mutating_webhooks: tuple[str, ...] = ()
     validating_webhooks: tuple[str, ...] = ()
     cert_check_seconds: float = 3600.0
-    request_timeout: float = 10.0  # seconds from a connection's first byte to a complete request
+    request_timeout: float = 10.0  # seconds from accepting a connection to its complete request
 
     @property
     def reads_cluster(self) -> bool:
