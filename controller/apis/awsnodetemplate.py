@@ -26,9 +26,9 @@ KIND = "AWSNodeTemplate"
 
 AMI_FAMILIES = ("AL2", "Bottlerocket", "Ubuntu", "Custom")
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
-_SUBNET_ID = re.compile(r"^subnet-[0-9a-z]+$")
-_SG_ID = re.compile(r"^sg-[0-9a-z]+$")
-_AMI_ID = re.compile(r"^ami-[0-9a-z]+$")
+_SUBNET_ID = re.compile(r"subnet-[0-9a-z]+")
+_SG_ID = re.compile(r"sg-[0-9a-z]+")
+_AMI_ID = re.compile(r"ami-[0-9a-z]+")
 _MIN_VOLUME = Decimal(10**9)
 _MAX_VOLUME = Decimal(64 * 10**12)
 
@@ -108,7 +108,7 @@ def _selector_errors(selector: dict[str, str], path: str, id_pattern: re.Pattern
             errors.append(invalid_value('""', f"{path}['{key}']"))
         elif key == "aws-ids":
             for item in value.split(","):
-                if not id_pattern.match(item.strip()):
+                if not id_pattern.fullmatch(item.strip()):
                     errors.append(
                         invalid_value(item, f"{path}['{key}']", f"must be a valid {what} (regex: {id_pattern.pattern})")
                     )

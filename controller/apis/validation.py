@@ -102,7 +102,10 @@ def _validate_taints(spec: dict[str, Any]) -> list[FieldError]:
                 for reason in L.qualified_name_errors(key):
                     errors.append(invalid_value(f"{key}, {reason}", f"{path}.key"))
             if value:
-                for reason in L.qualified_name_errors(value):
+                # Karpenter checks a qualified name; the API server then wants a label value on
+                # the Node ("a/b" passes the first, not the second): both, so no Node is refused
+                reasons = L.qualified_name_errors(value) or L.label_value_errors(value)
+                for reason in reasons:
                     errors.append(invalid_value(f"{value}, {reason}", f"{path}.value"))
             if effect not in (*TAINT_EFFECTS, ""):
                 errors.append(
@@ -163,10 +166,8 @@ def requirement_errors(req: dict[str, Any], path: str) -> list[FieldError]:
 
 
 def _non_negative_int(text: str) -> bool:
-    try:
-        return int(text) >= 0
-    except ValueError:
-        return False
+    number = L.parse_int(text)  # strconv.Atoi, as Karpenter: no spaces, underscores or newlines
+    return number is not None and number >= 0
 
 
 def _validate_requirements(reqs: list[dict[str, Any]]) -> list[FieldError]:

@@ -162,9 +162,14 @@ def restricted_label_message(key: str) -> str:
     )
 
 
-_QUALIFIED_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# Kubernetes' patterns (apimachinery's validation), always applied with `fullmatch`: `re.match`
+# with `$` also matched before a trailing newline, so "a\n" passed (issue 20, defect 4). Go's
+# regexp `$` is the end of the text. Character classes are ASCII only, as in Go.
+_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = 2**63
 
 
 def qualified_name_errors(value: str) -> list[str]:
@@ -180,7 +185,7 @@ def qualified_name_errors(value: str) -> list[str]:
             return ["prefix part must be non-empty"]
         if len(prefix) > 253:
             return ["prefix part must be no more than 253 characters"]
-        if not _DNS1123_SUBDOMAIN.match(prefix):
+        if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
             return [
                 "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                 "characters, '-' or '.', and must start and end with an alphanumeric character"
@@ -194,7 +199,7 @@ def qualified_name_errors(value: str) -> list[str]:
         return ["name part must be non-empty"]
     if len(name) > 63:
         return ["name part must be no more than 63 characters"]
-    if not _QUALIFIED_NAME_PART.match(name):
+    if not _QUALIFIED_NAME_PART.fullmatch(name):
         return [
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
             "end with an alphanumeric character"
@@ -210,7 +215,7 @@ def label_value_errors(value: str) -> list[str]:
         return []
     if len(value) > 63:
         return ["must be no more than 63 characters"]
-    if not _QUALIFIED_NAME_PART.match(value):
+    if not _QUALIFIED_NAME_PART.fullmatch(value):
         return [
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
             "'.', and must start and end with an alphanumeric character"
@@ -220,4 +225,14 @@ def label_value_errors(value: str) -> list[str]:
 
 def is_dns1035_label(value: str) -> bool:
     """True for a lower-case RFC 1035 label of at most 63 characters."""
-    return isinstance(value, str) and len(value) <= 63 and bool(_DNS1035_LABEL.match(value))
+    return isinstance(value, str) and len(value) <= 63 and bool(_DNS1035_LABEL.fullmatch(value))
+
+
+def parse_int(text: object) -> int | None:
+    """`text` as Go's `strconv.ParseInt(text, 10, 64)` reads it (how Kubernetes reads a `Gt`/`Lt`
+    value and Karpenter validates one): an optional sign and ASCII digits, in int64 range — not
+    Python's `int()`, which also takes " 2", "2\n", "2_0" and non-ASCII digits. None otherwise."""
+    if not isinstance(text, str) or not _GO_INT.fullmatch(text):
+        return None
+    number = int(text)
+    return number if -_INT64 <= number < _INT64 else None

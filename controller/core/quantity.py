@@ -17,8 +17,8 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 # sign, number (digits with an optional fraction, or a bare fraction), then a suffix:
 # a binary SI suffix, a decimal SI suffix or a decimal exponent (`1e3`, `5E-2`).
 _QUANTITY_RE = re.compile(
-    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?:(?P<bin>[KMGTPE]i)|(?P<dec>[numkMGTPE])|[eE](?P<exp>[+-]?[0-9]+))?$"
+    r"(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<bin>[KMGTPE]i)|(?P<dec>[numkMGTPE])|[eE](?P<exp>[+-]?[0-9]+))?"
 )
 
 
@@ -44,7 +44,7 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
     if not isinstance(value, str):
         raise QuantityError(f"quantity {value!r} must be a string or a number")
     text = value.strip()
-    match = _QUANTITY_RE.match(text) if len(text) <= 64 else None
+    match = _QUANTITY_RE.fullmatch(text) if len(text) <= 64 else None
     if match is None:
         raise QuantityError(f"quantities must match the regular expression of a Kubernetes quantity: {value!r}")
     try:

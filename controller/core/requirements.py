@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from controller.core.labels import SUPPORTED_OPERATORS, WELL_KNOWN_LABELS, is_restricted_node_label, normalize_key
+from controller.core.labels import (
+    SUPPORTED_OPERATORS,
+    WELL_KNOWN_LABELS,
+    is_restricted_node_label,
+    normalize_key,
+    parse_int,
+)
 
 IN = "In"
 NOT_IN = "NotIn"
@@ -27,10 +33,7 @@ _EMPTY: frozenset[str] = frozenset()
 
 
 def _as_int(value: str) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    return parse_int(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-from controller.apis.errors import render
-from controller.apis.load import check_awsnodetemplate, check_provisioner
+from controller.apis.errors import InvalidObjectError, render
+from controller.apis.load import check_awsnodetemplate, check_provisioner, load_provisioner
 from tests.builders.wire import make_awsnodetemplate, make_provisioner
+from tests.controller.core.test_labels import ALPHABET, go_parse_int, k8s_label_value, k8s_qualified_name
 
 
 def req(key: str, operator: str, *values: str) -> dict[str, Any]:
@@ -103,8 +106,13 @@ RULES: dict[str, Rule] = {
         "spec.taints[0].key",
     ),
     "taint value qualified": Rule(
-        P(taints=[{"key": "a", "value": "a/b", "effect": "NoSchedule"}]),
+        P(taints=[{"key": "a", "value": "a.b_c-d", "effect": "NoSchedule"}]),
         P(taints=[{"key": "a", "value": "???", "effect": "NoSchedule"}]),
+        "spec.taints[0].value",
+    ),
+    "taint value a label value too (the Node's)": Rule(
+        P(taints=[{"key": "a", "value": "b", "effect": "NoSchedule"}]),
+        P(taints=[{"key": "a", "value": "a/b", "effect": "NoSchedule"}]),
         "spec.taints[0].value",
     ),
     "taint effect enum": Rule(
@@ -432,3 +440,48 @@ def test_all_errors_accumulate() -> None:
     )
     paths = {p for e in errors for p in e.paths}
     assert {"spec.ttlSecondsUntilExpired", "spec.labels", "spec.requirements[0].values", "spec.weight"} <= paths
+
+
+# Only what the API server accepts is admitted (issue 20, defect 4): whatever a Provisioner puts
+# on its Nodes — labels, requirement values, taints — must pass Kubernetes' own rules, or the
+# launcher would buy an instance for a Node the API server then refuses.
+FUZZ = st.text(alphabet=ALPHABET, max_size=20)
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    label_key=FUZZ | st.builds(lambda a, b: f"{a}/{b}", FUZZ, FUZZ),
+    label_value=FUZZ,
+    value=FUZZ,
+    taint_key=FUZZ,
+    taint_value=FUZZ,
+)
+@example(label_key="team", label_value="a\n", value="amd64", taint_key="t", taint_value="v")
+@example(label_key="team", label_value="a", value="amd64\n", taint_key="t", taint_value="v")
+@example(label_key="team", label_value="a", value="amd64", taint_key="t", taint_value="a/b")
+def test_an_admitted_provisioner_puts_only_valid_labels_and_taints_on_its_nodes(
+    label_key: str, label_value: str, value: str, taint_key: str, taint_value: str
+) -> None:
+    obj = P(
+        labels={label_key: label_value},
+        requirements=[req("example.com/tier", "In", value)],
+        taints=[{"key": taint_key, "value": taint_value, "effect": "NoSchedule"}],
+    )
+    try:
+        load_provisioner(obj)
+    except InvalidObjectError:
+        return
+    assert k8s_qualified_name(label_key) and k8s_label_value(label_value)
+    assert k8s_label_value(value)
+    assert k8s_qualified_name(taint_key) and k8s_label_value(taint_value)
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=ALPHABET, max_size=8))
+@example("2\n")
+@example(" 2")
+@example("2_0")
+def test_gt_and_lt_take_only_what_strconv_atoi_reads(text: str) -> None:
+    errors = check_provisioner(P(requirements=[req("example.com/size", "Gt", text)]))
+    number = go_parse_int(text)
+    assert (errors == []) is (number is not None and number >= 0)
