@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
 
+from controller.clock import SystemClock
 from controller.core import labels as L
+from localcluster.procs import free_port
 from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 from tests.webapp.dashboard.builders import FakeSource, answers
 from webapp import create_app
+from webapp.dashboard.common import cluster_cost
+from webapp.dashboard.reader import ReadOnlyKube
+from webapp.dashboard.source import DashboardSource
 
 XSS = "<script>alert(1)</script>"
 PAGES = ["/", "/nodes", "/nodes/n1", "/provisioners", "/provisioners/default", "/pods/pending", "/decisions"]
@@ -247,3 +254,45 @@ def test_a_limit_warns_at_80_percent() -> None:
     (row,) = client.get("/api/v1/provisioners").get_json()["data"]["provisioners"]
     assert (row["limits"][0]["fraction"], row["limits"][0]["warn"], row["limits"][0]["full"]) == (0.8, True, False)
     assert "over 80%" in client.get("/provisioners/default").get_data(as_text=True)
+
+
+def unreachable_cluster(tmp_path: Path) -> DashboardSource:
+    """The dashboard's real source, reading an API server where nothing listens."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    return DashboardSource(ReadOnlyKube(str(kubeconfig), timeout=1), None, SystemClock(), cluster_cost)
+
+
+@pytest.mark.parametrize(
+    "path", ["/nodes/n1", "/provisioners/default", "/api/v1/nodes/n1", "/api/v1/provisioners/default"]
+)
+def test_details_answer_503_not_404_while_the_cluster_cannot_be_read(tmp_path: Path, path: str) -> None:
+    """Issue 20, defect 6: an unreachable API server made existing objects answer 404 "not found"."""
+    source = unreachable_cluster(tmp_path)
+    try:
+        resp = create_app(dashboard_source=source).test_client().get(path)
+    finally:
+        source.close()
+    assert resp.status_code == 503 and resp.headers["Retry-After"] == "10"
+    text = resp.get_data(as_text=True)
+    assert "cannot be looked up now" in text and "not found" not in text
+    if path.startswith("/api/"):
+        assert resp.get_json()["status"]["synced"] is False
+    else:
+        assert 'id="cluster-problem"' in text
+
+
+def test_a_missing_object_of_a_synced_cluster_is_404(client: FlaskClient) -> None:
+    for path in ("/nodes/nope", "/provisioners/nope", "/api/v1/nodes/nope", "/api/v1/provisioners/nope"):
+        assert client.get(path).status_code == 404, path

@@ -1,18 +1,20 @@
 """The dashboard's JSON API under `/api/v1/` (GET only): the same data the HTML pages render.
 
 Each answer is `{"status": {...}, "data": {...}}`; `status` says whether the cluster view is
-synced and whether the controller could be asked (`controllerError` says why not).
+synced and whether the controller could be asked (`controllerError` says why not). A detail
+that cannot be found while the cluster view is not synced answers 503 (`error` says why), not 404.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify
 
-from webapp.blueprints.dashboard import args, read, status
+from webapp.blueprints.dashboard import args, read, status, unknown
 from webapp.dashboard.nodes import QueryError, node_page, nodes_page
 from webapp.dashboard.overview import decisions_page, overview_page
 from webapp.dashboard.pending import pending_page
 from webapp.dashboard.provisioners import provisioner_page, provisioners_page
+from webapp.dashboard.source import Inputs
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -33,11 +35,17 @@ def nodes() -> Response:
     return jsonify(status=status(inputs), data=data)
 
 
+def _unavailable(inputs: Inputs, message: str) -> tuple[Response, int, dict[str, str]]:
+    return jsonify(status=status(inputs), error=message), 503, {"Retry-After": "10"}
+
+
 @bp.get("/nodes/<name>")
-def node(name: str) -> Response:
+def node(name: str) -> Response | tuple[Response, int, dict[str, str]]:
     inputs = read()
     data = node_page(inputs, name)
     if data is None:
+        if why := unknown(inputs, f"node {name}"):
+            return _unavailable(inputs, why)
         abort(404, description=f"node {name} not found")
     return jsonify(status=status(inputs), data=data)
 
@@ -49,10 +57,12 @@ def provisioners() -> Response:
 
 
 @bp.get("/provisioners/<name>")
-def provisioner(name: str) -> Response:
+def provisioner(name: str) -> Response | tuple[Response, int, dict[str, str]]:
     inputs = read()
     data = provisioner_page(inputs, name)
     if data is None:
+        if why := unknown(inputs, f"provisioner {name}"):
+            return _unavailable(inputs, why)
         abort(404, description=f"provisioner {name} not found")
     return jsonify(status=status(inputs), data=data)
 

@@ -40,6 +40,15 @@ def status(inputs: Inputs) -> dict[str, Any]:
     }
 
 
+def unknown(inputs: Inputs, what: str) -> str:
+    """Why `what` cannot be looked up now, or "" when its absence is known: while the cluster
+    view is not synced (the API server unreachable), missing means "can't tell", never "does not
+    exist" (issue 20, defect 6) — the caller answers 503 with the banner."""
+    if inputs.snapshot.synced:
+        return ""
+    return f"{what} cannot be looked up now: {inputs.problem or 'the cluster view is not synced'}"
+
+
 def args() -> dict[str, str]:
     return {k: v for k, v in request.args.items()}
 
@@ -101,11 +110,18 @@ def nodes() -> tuple[str, int] | str:
     return render_template("nodes.html", page=page, columns=COLUMNS, status=status(inputs), nav="nodes")
 
 
+def _unavailable(inputs: Inputs, message: str) -> tuple[str, int, dict[str, str]]:
+    html = render_template("error.html", code=503, message=message, status=status(inputs), nav="")
+    return html, 503, {"Retry-After": "10"}
+
+
 @bp.get("/nodes/<name>")
-def node(name: str) -> str:
+def node(name: str) -> str | tuple[str, int, dict[str, str]]:
     inputs = read()
     page = node_page(inputs, name)
     if page is None:
+        if why := unknown(inputs, f"node {name}"):
+            return _unavailable(inputs, why)
         abort(404, description=f"node {name} not found")
     return render_template("node.html", node=page, status=status(inputs), nav="nodes")
 
@@ -119,10 +135,12 @@ def provisioners() -> str:
 
 
 @bp.get("/provisioners/<name>")
-def provisioner(name: str) -> str:
+def provisioner(name: str) -> str | tuple[str, int, dict[str, str]]:
     inputs = read()
     page = provisioner_page(inputs, name)
     if page is None:
+        if why := unknown(inputs, f"provisioner {name}"):
+            return _unavailable(inputs, why)
         abort(404, description=f"provisioner {name} not found")
     return render_template("provisioner.html", p=page, status=status(inputs), nav="provisioners")
 
