@@ -481,7 +481,9 @@ def test_an_admitted_provisioner_puts_only_valid_labels_and_taints_on_its_nodes(
 @example("2\n")
 @example(" 2")
 @example("2_0")
+@example("-0")
+@example("+2")
 def test_gt_and_lt_take_only_what_strconv_atoi_reads(text: str) -> None:
     errors = check_provisioner(P(requirements=[req("example.com/size", "Gt", text)]))
-    number = go_parse_int(text)
-    assert (errors == []) is (number is not None and number >= 0)
+    number = go_parse_int(text)  # and, like every requirement value, a label value ("-0", "+2" are not)
+    assert (errors == []) is (number is not None and number >= 0 and k8s_label_value(text))
