@@ -7,8 +7,11 @@
 - `GET /api/v1/decisions?limit=N` — JSON list of recent decisions, newest first;
 - `GET /api/v1/status` — JSON: identity, leader, synced;
 - `GET /api/v1/nodes`, `GET /api/v1/pods/pending` — the dashboard's answers (`insight.py`):
-  node prices and what would happen to each node, why each pending pod is pending.
-Read-only; it never changes anything.
+  node prices and what would happen to each node, why each pending pod is pending;
+- `GET /api/v1/explain/nodes/NAME`, `GET /api/v1/explain/pods/NS/NAME` and
+  `POST /api/v1/what-if` (a manifest of at most `MAX_BODY` bytes) — the explain answers
+  (`explain/service.py`); the what-if POST only computes.
+Read-only; it never changes anything: every other POST, and every PUT, PATCH, DELETE, answers 405.
 
 Slow clients cannot pile up (issue 14, item 4): a connection has `HTTPLimits.deadline` seconds
 for its whole exchange (socket timeout and a reaper that shuts it down), and at most
@@ -27,13 +30,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from controller.decisions import DecisionLog
 
 log = logging.getLogger(__name__)
+
+MAX_BODY = 1 << 20  # a what-if manifest larger than 1 MiB is refused (413)
+Routed = Callable[[str], tuple[int, Any]]  # the rest of the path → (status, JSON)
+Posted = Callable[[str], tuple[int, Any]]  # the body as text → (status, JSON)
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,14 @@ def _cut(sockets: list[socket.socket]) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+def _route(prefixes: Mapping[str, Routed], path: str) -> tuple[Routed, str] | None:
+    """The handler whose prefix `path` starts with, and the (URL-decoded) rest of the path."""
+    for prefix, handler in prefixes.items():
+        if path.startswith(prefix) and len(path) > len(prefix):
+            return handler, unquote(path[len(prefix):])
+    return None
+
+
 class ControllerHTTPServer:
     def __init__(
         self,
@@ -96,6 +111,9 @@ class ControllerHTTPServer:
         status: Callable[[], dict[str, Any]],
         answers: Mapping[str, Callable[[], Any]] | None = None,
         limits: HTTPLimits | None = None,
+        *,
+        prefixes: Mapping[str, Routed] | None = None,
+        posts: Mapping[str, Posted] | None = None,
     ) -> None:
         outer = self
         bounds = limits or HTTPLimits()
@@ -123,7 +141,36 @@ class ControllerHTTPServer:
             def _not_allowed(self) -> None:
                 self._send(405, b'{"error": "read-only: only GET is served"}', "application/json")
 
-            do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _not_allowed
+            do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _not_allowed
+
+            def do_POST(self) -> None:
+                handler = outer.posts.get(urlparse(self.path).path)
+                if handler is None:
+                    self._not_allowed()
+                    return
+                try:
+                    length = int(self.headers.get("Content-Length") or "")
+                except ValueError:
+                    self._send(411, b'{"error": "a Content-Length is required"}', "application/json")
+                    return
+                if not 0 <= length <= MAX_BODY:
+                    self._send(413, json.dumps({"error": f"the body must be at most {MAX_BODY} bytes"}).encode(),
+                               "application/json")  # fmt: skip
+                    return
+                try:
+                    text = self.rfile.read(length).decode("utf-8")
+                except UnicodeDecodeError:
+                    self._send(400, b'{"error": "the body is not UTF-8 text"}', "application/json")
+                    return
+                self._answer(lambda: handler(text))
+
+            def _answer(self, compute: Callable[[], tuple[int, Any]]) -> None:
+                try:
+                    code, body = compute()
+                except Exception as err:  # a handler error is answered, never dropped
+                    log.exception("answering %s", self.path)
+                    code, body = 503, {"error": f"unavailable: {type(err).__name__}"}
+                self._send(code, json.dumps(body).encode(), "application/json")
 
             def do_HEAD(self) -> None:
                 self._send(405, b"", "application/json")
@@ -152,12 +199,17 @@ class ControllerHTTPServer:
                     self._send(200, json.dumps(outer.status()).encode(), "application/json")
                 elif url.path in outer.answers:
                     self._send(200, json.dumps(outer.answers[url.path]()).encode(), "application/json")
+                elif (routed := _route(outer.prefixes, url.path)) is not None:
+                    handler, rest = routed
+                    self._answer(lambda: handler(rest))
                 else:
                     self._send(404, b'{"error": "not found"}', "application/json")
 
         self.decisions = decisions
         self.status = status
         self.answers: Mapping[str, Callable[[], Any]] = answers or {}
+        self.prefixes: Mapping[str, Routed] = prefixes or {}
+        self.posts: Mapping[str, Posted] = posts or {}
         self.server = _GuardedServer((host, port), Handler, bounds)
         self.thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
 

@@ -33,6 +33,7 @@ from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.events import EventRecorder
+from controller.explain.service import Explainer, post_routes, prefix_routes
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
 from controller.httpserver import ControllerHTTPServer
 from controller.insight import Insight
@@ -76,6 +77,7 @@ class App:
     recorder: EventRecorder
     provisioning: ProvisioningController
     insight: Insight
+    explainer: Explainer
     jobs: list[Job]
     elector: LeaderElector | None
     health: CloudHealth
@@ -236,7 +238,11 @@ def build(
     )  # fmt: skip
     jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds, needs_cloud=True))
     insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks, health)
-    return App(settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, jobs, elector, health)
+    explainer = Explainer(state, cloud, decisions)
+    return App(
+        settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, explainer, jobs, elector,
+        health,
+    )  # fmt: skip
 
 
 def _aws_jobs(
@@ -318,7 +324,10 @@ def run(settings: Settings) -> int:
 
     start_informers(app.kube, app.state, app.stop, settings.resync_seconds)
     answers = {"/api/v1/nodes": app.insight.nodes, "/api/v1/pods/pending": app.insight.pending}
-    http = ControllerHTTPServer(settings.http_host, settings.http_port, app.decisions, app.status, answers)
+    http = ControllerHTTPServer(
+        settings.http_host, settings.http_port, app.decisions, app.status, answers,
+        prefixes=prefix_routes(app.explainer), posts=post_routes(app.explainer),
+    )  # fmt: skip
     # registering calls only `describe()`: nothing reaches the cloud at start (issue 20, defect 5)
     capacity = CapacityCollector(app.state.snapshot, app.insight.prices)
     REGISTRY.register(capacity)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from karpy import controller_command, dev, simulate
+from karpy import controller_command, dev, explain, simulate
 from localcluster import cli as cluster_cli
 
 
@@ -120,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.register(sub)
     controller_command.register(sub)
     dev.register(sub)
+    explain.register(sub)
     return parser
 
 

@@ -71,7 +71,12 @@ def _read_text(path: str) -> str:
 
 def documents(path: str) -> list[tuple[str, Mapping[str, Any]]]:
     """(where, document) for every non-empty YAML document of a file."""
-    text = _read_text(path)
+    return parse_documents(_read_text(path), path)
+
+
+def parse_documents(text: str, path: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """(where, document) for every non-empty YAML (or JSON) document of `text`, read from `path`
+    (a file name, or what the text is, for messages)."""
     docs: list[Any] | None = None
     try:
         if text.lstrip().startswith("{"):
