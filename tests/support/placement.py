@@ -26,6 +26,14 @@ kube-scheduler's filter semantics (not karpy's):
 just before it — which is what kube-scheduler's acceptance means for order-dependent rules such
 as topology spread, and how a binding made against a stale plan is caught.
 `final_violations(nodes, pods)` checks the order-independent rules on a final state.
+`volume_violations(nodes, pods, volumes)` checks kube-scheduler's volume rules on a final state
+(`Volumes`: the claims, PersistentVolumes and CSINodes as read from the cluster):
+- VolumeBinding: every claim a bound pod mounts (`persistentVolumeClaim.claimName`, and
+  `<pod>-<volume>` for a generic ephemeral volume) exists, is Bound to an existing volume, and that
+  volume's `spec.nodeAffinity` matches the node (`matchFields` on `metadata.name` included);
+- VolumeZone: a volume's zone and region labels (several zones joined by `__`) match the node's;
+- NodeVolumeLimits: per node and CSI driver (of the bound volume), the distinct claims of its pods
+  stay within its CSINode's `allocatable.count`.
 """
 
 from __future__ import annotations
@@ -485,3 +493,94 @@ def spread_skew_violations(nodes: Iterable[Obj], pods: Iterable[Obj], key: str, 
         if counts and max(counts.values()) - min(counts.values()) > max_skew:
             out.append(f"spread {name} on {key}: counts {counts} exceed maxSkew {max_skew}")
     return out
+
+
+@dataclass
+class Volumes:
+    """Claims by `namespace/name`, PersistentVolumes and CSINodes by name, as read from the cluster."""
+
+    claims: dict[str, Obj] = field(default_factory=dict)
+    volumes: dict[str, Obj] = field(default_factory=dict)
+    csinodes: dict[str, Obj] = field(default_factory=dict)
+
+    @staticmethod
+    def of(claims: Iterable[Obj], volumes: Iterable[Obj], csinodes: Iterable[Obj] = ()) -> Volumes:
+        return Volumes(
+            {pod_key(c): c for c in claims},
+            {str(_meta(v).get("name")): v for v in volumes},
+            {str(_meta(c).get("name")): c for c in csinodes},
+        )
+
+
+_ZONE_LABELS = (
+    "topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone",
+    "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region",
+)  # fmt: skip
+
+
+def claim_names(pod: Obj) -> list[str]:
+    """The claims a pod mounts, in its namespace (generic ephemeral volumes: `<pod>-<volume>`)."""
+    out = []
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        if (volume.get("persistentVolumeClaim") or {}).get("claimName"):
+            out.append(str(volume["persistentVolumeClaim"]["claimName"]))
+        elif volume.get("ephemeral") is not None:
+            out.append(f"{_meta(pod).get('name')}-{volume.get('name')}")
+    return out
+
+
+def _volume_allows(volume: Obj, node: Obj) -> bool:
+    labels = _meta(node).get("labels") or {}
+    for key in _ZONE_LABELS:
+        wanted = (_meta(volume).get("labels") or {}).get(key)
+        if wanted and labels.get(key) not in str(wanted).split("__"):
+            return False
+    required = (((volume.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+    if not required:
+        return True
+    for term in required:
+        fields = term.get("matchFields") or []
+        name_ok = all(_node_expr_matches(f, {"metadata.name": _meta(node).get("name", "")}) for f in fields)
+        exprs = term.get("matchExpressions") or []
+        if (fields or exprs) and name_ok and all(_node_expr_matches(e, labels) for e in exprs):
+            return True
+    return False
+
+
+def volume_violations(nodes: Iterable[Obj], pods: Iterable[Obj], volumes: Volumes) -> list[str]:
+    """kube-scheduler's VolumeBinding, VolumeZone and NodeVolumeLimits on one final state."""
+    by_name = {str(_meta(n).get("name")): n for n in nodes}
+    out: list[str] = []
+    attached: dict[tuple[str, str], set[str]] = {}
+    for pod in pods:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        node = by_name.get(node_name or "")
+        if node is None or _terminal(pod):
+            continue
+        where = f"{pod_key(pod)} on {node_name}"
+        namespace = _meta(pod).get("namespace", "default")
+        for name in claim_names(pod):
+            claim = volumes.claims.get(f"{namespace}/{name}")
+            if claim is None:
+                out.append(f"{where}: persistentvolumeclaim {namespace}/{name} does not exist")
+                continue
+            volume_name = (claim.get("spec") or {}).get("volumeName")
+            if (claim.get("status") or {}).get("phase") != "Bound" or not volume_name:
+                out.append(f"{where}: persistentvolumeclaim {namespace}/{name} is not Bound")
+                continue
+            volume = volumes.volumes.get(volume_name)
+            if volume is None:
+                out.append(f"{where}: persistentvolume {volume_name} of {namespace}/{name} does not exist")
+                continue
+            if not _volume_allows(volume, node):
+                out.append(f"{where}: persistentvolume {volume_name} does not allow the node")
+            driver = ((volume.get("spec") or {}).get("csi") or {}).get("driver")
+            if driver:
+                attached.setdefault((str(node_name), str(driver)), set()).add(f"{namespace}/{name}")
+    for (node_name, driver), claims in sorted(attached.items()):
+        csinode = volumes.csinodes.get(node_name) or {}
+        for entry in (csinode.get("spec") or {}).get("drivers") or []:
+            count = (entry.get("allocatable") or {}).get("count")
+            if entry.get("name") == driver and count is not None and len(claims) > int(count):
+                out.append(f"{node_name}: {len(claims)} {driver} volumes attached, its CSINode allows {count}")
+    return sorted(out)

@@ -79,3 +79,41 @@ def test_resources_and_taints() -> None:
                                  {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]  # fmt: skip
     (problem,) = placement.placement_violations(pod("p"), "n1", placement.ClusterView({"n1": tainted}))
     assert "agent:NoSchedule" in problem
+
+
+def claim(name: str, volume: str = "", namespace: str = "ns") -> placement.Obj:
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"volumeName": volume} if volume else {},
+            "status": {"phase": "Bound" if volume else "Pending"}}  # fmt: skip
+
+
+def pv(name: str, zone: str = "", labels: dict[str, str] | None = None) -> placement.Obj:
+    spec: dict[str, Any] = {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": name}}
+    if zone:
+        term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [term]}}
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": spec}
+
+
+def mounting(name: str, node_name: str, *claims: str) -> placement.Obj:
+    volumes = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in claims]
+    return pod(name, node_name, volumes=volumes)
+
+
+def test_volume_binding_zone_and_limits() -> None:
+    nodes = [node("n1", "a"), node("n2", "b")]
+    vols = placement.Volumes.of(
+        [claim("in-a", "pv-a"), claim("also-a", "pv-a2"), claim("labelled", "pv-l"), claim("later")],
+        [pv("pv-a", "a"), pv("pv-a2", "a"), pv("pv-l", labels={"topology.kubernetes.io/zone": "b__c"})],
+        [{"metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "ebs.csi.aws.com", "allocatable": {"count": 1}}]}}],
+    )
+    assert (
+        placement.volume_violations(nodes, [mounting("p", "n1", "in-a"), mounting("q", "n2", "labelled")], vols) == []
+    )
+    wrong = placement.volume_violations(nodes, [mounting("p", "n2", "in-a"), mounting("q", "n1", "labelled")], vols)
+    assert len(wrong) == 2 and all("does not allow the node" in w for w in wrong)
+    assert "is not Bound" in placement.volume_violations(nodes, [mounting("p", "n1", "later")], vols)[0]
+    assert "does not exist" in placement.volume_violations(nodes, [mounting("p", "n1", "gone")], vols)[0]
+    over = placement.volume_violations(nodes, [mounting("p", "n1", "in-a"), mounting("q", "n1", "also-a")], vols)
+    assert over == ["n1: 2 ebs.csi.aws.com volumes attached, its CSINode allows 1"]
+    shared = [mounting("p", "n1", "in-a"), mounting("q", "n1", "in-a")]
+    assert placement.volume_violations(nodes, shared, vols) == []  # one claim, one attachment
