@@ -14,7 +14,13 @@ kube-scheduler racing it, kwok-like readiness, arrivals at any moment, and contr
   agent it waits for would.
 - `webhook=True` creates pods as karpy's pod webhook admits them (zonal-spread pods gated with
   `karpy.sh/topology-spread`); the fake kube-scheduler leaves gated pods alone.
-- `violations()` replays the write log through the checker.
+- Volumes: `add_volume_pod()` makes a pod with a claim — bound to a volume in one zone, of a
+  WaitForFirstConsumer class that provisions, or missing. kube_scheduler() honours volumes as
+  kube-scheduler does (a bound volume's zone; a claim to bind gets its volume in the chosen node's
+  zone, as the CSI provisioner makes it, before the pod is bound; a missing claim keeps the pod
+  pending).
+- `violations()` replays the write log through the checker, plus its volume rules on the final
+  state (a pod karpy bound with a claim still to bind shows as a claim never Bound).
 """
 
 from __future__ import annotations
@@ -31,7 +37,16 @@ from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.core.timestamps import format_timestamp
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
-from controller.kube.resources import DAEMONSETS, NODES, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import (
+    CLAIMS,
+    DAEMONSETS,
+    NODES,
+    PODS,
+    PROVISIONERS,
+    STORAGECLASSES,
+    VOLUMES,
+    WATCHED,
+)
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
 from tests.builders.wire import make_pod, make_provisioner
@@ -74,6 +89,8 @@ class HookedKube(FakeKube):
 
 
 STARTUP_TAINT = {"key": "example.com/agent-not-ready", "effect": "NoSchedule"}
+DRIVER = "ebs.csi.aws.com"
+VOLUME_KINDS = ("bound-us-west-2a", "bound-us-west-2c", "dynamic", "missing")
 DAEMON_REQUESTS = {"cpu": "200m", "memory": "128Mi"}
 
 
@@ -97,6 +114,8 @@ class SimCluster:
             self.kube.put(DAEMONSETS, {"apiVersion": "apps/v1", "kind": "DaemonSet",
                                        "metadata": {"name": "agent", "namespace": "kube-system"},
                                        "spec": {"template": template}})  # fmt: skip
+        self.kube.put(STORAGECLASSES, {"metadata": {"name": "gp3"}, "provisioner": DRIVER,
+                                       "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
         self._seq = 0
         self._ready_seen: set[str] = set()
         self.restart()
@@ -140,6 +159,63 @@ class SimCluster:
         self.kube.put(PODS, pod)
         return name
 
+    def add_volume_pod(self, kind: str, cpu: str = "500m", memory: str = "512Mi") -> str:
+        """A pod with one claim (`VOLUME_KINDS`): bound to a volume in a zone, to bind, or missing."""
+        self._seq += 1
+        name = f"stateful-{self._seq}"
+        claim_name = f"data-{name}"
+        spec: dict[str, Any] = {"storageClassName": "gp3", "accessModes": ["ReadWriteOnce"],
+                                "resources": {"requests": {"storage": "1Gi"}}}  # fmt: skip
+        if kind.startswith("bound-"):
+            volume = f"pv-{name}"
+            self._volume(volume, kind.removeprefix("bound-"), claim_name)
+            spec["volumeName"] = volume
+        if kind != "missing":
+            phase = "Bound" if kind.startswith("bound-") else "Pending"
+            claim = {"metadata": {"name": claim_name, "namespace": "default", "uid": f"uid-{claim_name}"},
+                     "spec": spec, "status": {"phase": phase}}  # fmt: skip
+            self.kube.put(CLAIMS, claim)
+        volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}]
+        pod = make_pod(name, cpu=cpu, memory=memory, labels={"app": "stateful"}, pending=False, volumes=volumes)
+        pod["metadata"]["creationTimestamp"] = format_timestamp(self.clock.now())
+        self.kube.put(PODS, pod)
+        return name
+
+    def _volume(self, name: str, zone: str, claim: str) -> None:
+        term = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}
+        self.kube.put(VOLUMES, {"metadata": {"name": name}, "spec": {
+            "storageClassName": "gp3", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "claimRef": {"namespace": "default", "name": claim}, "csi": {"driver": DRIVER, "volumeHandle": name},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}}, "status": {"phase": "Bound"}})  # fmt: skip
+
+    def volumes(self) -> placement.Volumes:
+        return placement.Volumes.of(self.kube.items(CLAIMS), self.kube.items(VOLUMES))
+
+    def _volumes_allow(self, pod: dict[str, Any], node: dict[str, Any]) -> bool:
+        """kube-scheduler's VolumeBinding for this node: claims exist; bound ones' volumes allow it."""
+        volumes = self.volumes()
+        for name in placement.claim_names(pod):
+            claim = volumes.claims.get(f"default/{name}")
+            if claim is None:
+                return False
+        placed = {**pod, "spec": {**pod["spec"], "nodeName": node["metadata"]["name"]}}
+        # a claim still to bind may go anywhere (its volume is made where the pod goes)
+        problems = placement.volume_violations([node], [placed], volumes)
+        return not [p for p in problems if "is not Bound" not in p]
+
+    def _provision_for(self, pod: dict[str, Any], node: dict[str, Any]) -> None:
+        """The claims still to bind get their volume in the node's zone (selected node → CSI
+        provisioner → volume controller), before kube-scheduler binds the pod."""
+        for name in placement.claim_names(pod):
+            claim = self.kube.find(CLAIMS, name, "default")
+            if claim is None or claim["spec"].get("volumeName"):
+                continue
+            volume = f"pv-{name}"
+            self._volume(volume, node["metadata"]["labels"]["topology.kubernetes.io/zone"], name)
+            claim["spec"]["volumeName"] = volume
+            claim["status"] = {"phase": "Bound"}
+            self.kube.put(CLAIMS, claim)
+
     def kwok(self) -> None:
         """Nodes turn Ready (kwok's part); the DaemonSet's pods arrive; a Ready node's startup
         taint is removed one pass later (the agent's part)."""
@@ -182,7 +258,10 @@ class SimCluster:
             for node in sorted(self.kube.items(NODES), key=lambda n: n["metadata"]["name"]):
                 if node["spec"].get("unschedulable") or node["metadata"].get("deletionTimestamp"):
                     continue
-                if not placement.placement_violations(pod, node["metadata"]["name"], view):
+                if not placement.placement_violations(pod, node["metadata"]["name"], view) and self._volumes_allow(
+                    pod, node
+                ):
+                    self._provision_for(pod, node)
                     FakeKube.bind(self.kube, pod["metadata"]["namespace"], pod["metadata"]["name"],
                                   node["metadata"]["name"])  # fmt: skip
                     bound += 1
@@ -204,7 +283,8 @@ class SimCluster:
     def violations(self) -> list[str]:
         events = [placement.Event(rv, kind, kind_type, obj) for rv, kind, kind_type, obj in self.kube.log
                   if kind in ("pods", "nodes")]  # fmt: skip
-        return placement.replay(events)
+        problems = placement.replay(events)
+        return problems + placement.volume_violations(self.kube.items(NODES), self.kube.items(PODS), self.volumes())
 
     def pending(self) -> list[str]:
         return sorted(p["metadata"]["name"] for p in self.kube.items(PODS) if not p["spec"].get("nodeName"))

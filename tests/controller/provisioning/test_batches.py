@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from controller.kube.resources import NODES as NODES_KIND
 from controller.kube.resources import PODS as PODS_KIND
-from tests.controller.provisioning.simcluster import ZONES, SimCluster
+from tests.controller.provisioning.simcluster import VOLUME_KINDS, ZONES, SimCluster
 from tests.support import placement
 
 ZONE = "topology.kubernetes.io/zone"
@@ -123,6 +123,21 @@ def test_zonal_spread_over_batches_with_kube_scheduler_binding_meanwhile() -> No
     expect_no_violations(sim)
 
 
+def test_stateful_pods_over_batches_land_in_their_volumes_zones() -> None:
+    sim = SimCluster()
+    for kind in ("bound-us-west-2c", "dynamic", "missing", "bound-us-west-2a"):
+        sim.add_volume_pod(kind)
+    sim.kube_scheduler()
+    sim.hooks.before_bind.append(lambda: sim.add_volume_pod("dynamic"))
+    sim.batch()
+    sim.kube_scheduler()
+    sim.batch()
+    sim.kube_scheduler()
+    expect_no_violations(sim)
+    assert sim.pending() == ["stateful-3"]  # its claim does not exist
+    assert all(c["status"]["phase"] == "Bound" for c in sim.volumes().claims.values())
+
+
 # -- the property --------------------------------------------------------------------------------
 
 ARRIVAL = st.tuples(st.sampled_from(sorted(WORKLOADS)), st.integers(1, 4), st.sampled_from(sorted(SIZES)))
@@ -135,6 +150,7 @@ STEP = st.one_of(
     st.tuples(st.just("kube-scheduler-during-bind"), st.none()),
     st.tuples(st.just("watch-during-bind"), st.none()),
     st.tuples(st.just("kwok-during-bind"), st.none()),
+    st.tuples(st.just("stateful"), st.tuples(st.sampled_from(VOLUME_KINDS), st.integers(1, 3))),
 )
 
 
@@ -163,6 +179,10 @@ def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(
             sim.hooks.before_bind.append(sim.sync)
         elif action == "kwok-during-bind":
             sim.hooks.before_bind.append(sim.kwok)
+        elif action == "stateful":
+            kind, count = arg
+            for _ in range(count):
+                sim.add_volume_pod(kind)
     sim.kube_scheduler()
     sim.batch()
     sim.kube_scheduler()
