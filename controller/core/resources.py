@@ -17,6 +17,7 @@ Resources = Mapping[str, int]
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
+ATTACH_PREFIX = "attachable-volumes-csi-"  # + a CSI driver: its volume attachments (scheduling/volumes.py)
 EPHEMERAL_STORAGE = "ephemeral-storage"
 
 _BYTE_RESOURCES = frozenset({MEMORY, EPHEMERAL_STORAGE, "storage"})

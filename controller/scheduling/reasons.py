@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from controller.core.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
 from controller.core.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
-from controller.core.resources import PODS, format_resource
+from controller.core.resources import ATTACH_PREFIX, PODS, format_resource
 from controller.core.taints import first_untolerated
 from controller.scheduling.instancetypes import EXOTIC_RESOURCES, INSTANCE_TYPE_KEYS
 from controller.scheduling.podstate import PodState
@@ -45,6 +45,8 @@ def render_requirement(req: Requirement) -> str:
 
 
 def amount(resource: str, value: int) -> str:
+    if resource.startswith(ATTACH_PREFIX):
+        return f"{value} {resource.removeprefix(ATTACH_PREFIX)} volume attachment{'s' if value != 1 else ''}"
     if resource in EXOTIC_RESOURCES:
         noun = "GPU" if "gpu" in resource else resource
         return f"{value} {noun}{'s' if value != 1 and noun == 'GPU' else ''}"

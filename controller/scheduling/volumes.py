@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from controller.core.labels import ZONE
 from controller.core.requirements import Requirement
+from controller.core.resources import ATTACH_PREFIX
 from controller.scheduling.reasons import render_requirement
 from controller.scheduling.types import (
     Claim,
@@ -48,7 +49,6 @@ from controller.scheduling.types import (
     VolumeObjects,
 )
 
-ATTACH_PREFIX = "attachable-volumes-csi-"
 UNLIMITED = 1 << 40
 MAX_TERMS = 64  # ORed alternatives kept per pod (more is cut: fewer options, never a wrong one)
 

@@ -9,8 +9,9 @@ import pytest
 
 from controller.core.labels import HOSTNAME, ZONE
 from controller.core.requirements import Requirement
+from controller.core.resources import ATTACH_PREFIX
 from controller.scheduling.types import PodRequest
-from controller.scheduling.volumes import ATTACH_PREFIX, bind_refusal, pod_volumes
+from controller.scheduling.volumes import bind_refusal, pod_volumes
 from tests.builders.scheduling import (
     make_instance_type,
     make_node,
@@ -246,3 +247,10 @@ def test_a_volumes_zone_label_pins_it_too() -> None:
     assert "allow only zone test-zone-b or test-zone-c" in reason(
         run([db(required=[[req(ZONE, "In", "test-zone-a")]])], volumes=vols), "db-0"
     )
+
+
+def test_an_attach_limit_no_type_meets_is_named() -> None:
+    small = dataclasses.replace(make_instance_type("m.large"), volume_limits={DRIVER: 2})
+    vols = objects([claim(n) for n in "abc"], [], [storage_class()])
+    why = reason(run([with_claims(make_pod("p"), *"abc")], types=[small], volumes=vols), "p")
+    assert "has 3 ebs.csi.aws.com volume attachments (the largest has 2 ebs.csi.aws.com volume attachments)" in why
