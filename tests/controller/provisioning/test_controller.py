@@ -13,9 +13,10 @@ from controller.core import labels as L
 from controller.core.labels import DEPROVISIONING_CORDON
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
-from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES, WATCHED
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
+from tests.builders.volumes import claim, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
@@ -201,3 +202,35 @@ def test_the_pods_of_every_new_node_of_a_batch_are_bound_then_every_node_release
     assert {node for _, node in env.kube.bindings} == {n["metadata"]["name"] for n in nodes}
     for node in nodes:
         assert "unschedulable" not in node["spec"] and L.BINDING_HOLD not in node["metadata"].get("annotations", {})
+
+
+def test_a_pod_with_a_claim_to_bind_gets_a_node_in_its_volumes_zone_but_is_left_to_kube_scheduler() -> None:
+    """The issue's case: a static WaitForFirstConsumer volume in us-west-2c. karpy launches there,
+    releases the node (kube-scheduler binds the pod and the claim) and, while the pod still waits,
+    nominates that node instead of launching another."""
+    env = make_env(startupTaints=[])
+    env.kube.put(STORAGECLASSES, storage_class("local", provisioner="kubernetes.io/no-provisioner"))
+    env.kube.put(VOLUMES, volume("pv", storage_class="local", terms=zone_affinity("us-west-2c")))
+    env.kube.put(CLAIMS, claim("data", storage_class="local"))
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    env.kube.put(PODS, make_pod("db-0", tolerations=TOLERATE, volumes=volumes))
+    env.run_batch()
+    (node,) = env.kube.items(NODES)
+    assert node["metadata"]["labels"][L.ZONE] == "us-west-2c"
+    assert env.kube.bindings == []
+    assert "unschedulable" not in node["spec"] and L.BINDING_HOLD not in node["metadata"]["annotations"]
+    env.clock.step(10)
+    env.run_batch()
+    assert len(env.kube.items(NODES)) == 1 and env.kube.bindings == []
+
+
+def test_a_pod_whose_claim_is_missing_waits_with_the_reason_and_nothing_is_launched() -> None:
+    env = make_env()
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "nowhere"}}]
+    env.kube.put(PODS, make_pod("db-0", tolerations=TOLERATE, volumes=volumes))
+    env.run_batch()
+    assert env.kube.items(NODES) == [] and env.cloud.create_calls == []
+    assert any(
+        e["reason"] == "FailedScheduling" and "persistentvolumeclaim default/nowhere not found" in e["message"]
+        for e in env.kube.events
+    )
