@@ -167,7 +167,9 @@ class ProvisioningController:
             outcome.unschedulable[key] = why
             if key in pending:
                 self.recorder.publish(events.failed_scheduling(pending[key], why))
-                self.decisions.record_once(Decision(self.name, UNSCHEDULABLE, f"pod/{key}", why))
+                reason = result.reasons.get(key)
+                extra = {"clauses": [c.to_json() for c in reason.clauses]} if reason is not None else {}
+                self.decisions.record_once(Decision(self.name, UNSCHEDULABLE, f"pod/{key}", why, extra=extra))
         self._launch_all(snap, result, pending, outcome)
         self._bind_existing(snap, result, pending, outcome)
         return outcome

@@ -19,6 +19,7 @@ from controller.core.resources import ATTACH_PREFIX, PODS, format_resource
 from controller.core.taints import first_untolerated
 from controller.scheduling.instancetypes import EXOTIC_RESOURCES, INSTANCE_TYPE_KEYS
 from controller.scheduling.podstate import PodState
+from controller.scheduling.types import Clause, Reason
 
 if TYPE_CHECKING:
     from controller.scheduling.solver import Solver
@@ -132,43 +133,46 @@ def _topology_clause(solver: Solver, ps: PodState, reqs: Requirements) -> tuple[
     return None, tightened
 
 
-def explain(solver: Solver, ps: PodState) -> str:
-    """One sentence on why `ps` could not be placed."""
+def explain(solver: Solver, ps: PodState) -> Reason:
+    """Why `ps` could not be placed: one sentence, and the clauses it is made of."""
     if not solver.provisioners:
-        return "no provisioners found"
-    candidates: list[tuple[int, int, str]] = []
+        return Reason("no provisioners found")
+    candidates: list[tuple[int, int, str, tuple[str, ...]]] = []
     for i, p in enumerate(solver.provisioners):
-        failures: list[str] = []
+        failures: list[tuple[str, str]] = []  # (stage, clause)
         weight = 0
         taint = first_untolerated(ps.tolerations, p.taints)
         if taint is not None:
-            failures.append(f"{{who}} has taint {taint} not tolerated")
+            failures.append(("taints", f"{{who}} has taint {taint} not tolerated"))
         template = solver.templates[i].requirements
         merged = template
         if template.compatible_errors(ps.requirements):
-            failures.append(_requirement_clause(template, ps.requirements))
+            failures.append(("requirements", _requirement_clause(template, ps.requirements)))
         else:
             merged = template.merged(ps.requirements.values())
         topo_clause, tightened = _topology_clause(solver, ps, merged)
         if topo_clause is not None:
-            failures.append(topo_clause)
+            failures.append(("topology", topo_clause))
         type_clause = _type_clause(solver, i, ps, tightened)
         if type_clause is not None:
-            failures.append(type_clause)
+            stage = "limits" if type_clause.startswith("{who} limits") else "instance-types"
+            failures.append((stage, type_clause))
             # a provisioner whose types have none of a requested resource is the least likely intent
             weight += 2 if type_clause.endswith("(none has any)") else 0
         if failures:
-            candidates.append((len(failures) + weight, i, ", and ".join(failures[:2])))
+            shown = failures[:2]
+            text = ", and ".join(clause for _, clause in shown)
+            candidates.append((len(failures) + weight, i, text, tuple(stage for stage, _ in shown)))
     if not candidates:
-        return "no existing or new node could take the pod (host ports or capacity of in-flight nodes)"
+        return Reason("no existing or new node could take the pod (host ports or capacity of in-flight nodes)")
     fewest = min(c[0] for c in candidates)
-    clauses: dict[str, list[str]] = {}
-    for count, i, clause in candidates:
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for count, i, text, stages in candidates:
         if count == fewest:
-            clauses.setdefault(clause, []).append(solver.provisioners[i].name)
-    out = []
-    for clause, names in list(clauses.items())[:_MAX_CLAUSES]:
+            grouped.setdefault((text, stages), []).append(solver.provisioners[i].name)
+    clauses = []
+    for (text, stages), names in list(grouped.items())[:_MAX_CLAUSES]:
         quoted = ", ".join(f"'{n}'" for n in names)
         who = f"provisioner {quoted}" if len(names) == 1 else f"provisioners {quoted}"
-        out.append(clause.replace("{who}", who))
-    return "; ".join(out)
+        clauses.append(Clause(tuple(names), stages, text.replace("{who}", who)))
+    return Reason("; ".join(c.text for c in clauses), tuple(clauses))

@@ -96,9 +96,11 @@ def _result(solver: Solver) -> SchedulingResult:
             )
         )
     unschedulable = dict(solver.unschedulable)
+    reasons = {}
     for ps in solver.failed:
-        unschedulable[ps.key] = explain(solver, ps)
-    return SchedulingResult(tuple(new_nodes), existing, unschedulable)
+        reason = explain(solver, ps)
+        unschedulable[ps.key], reasons[ps.key] = reason.text, reason
+    return SchedulingResult(tuple(new_nodes), existing, unschedulable, reasons)
 
 
 def _launch(

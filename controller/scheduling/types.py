@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller.core.labels import INSTANCE_TYPE, PROVISIONER_NAME
 from controller.core.requirements import Requirement, Requirements
@@ -398,14 +399,45 @@ class SchedulingInput:
     volumes: VolumeObjects | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One part of an unschedulable reason: the provisioners that failed the same way, the stages
+    they failed (`STAGES`), and the sentence naming them."""
+
+    provisioners: tuple[str, ...]
+    stages: tuple[str, ...]
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provisioners": list(self.provisioners), "stages": list(self.stages), "text": self.text}
+
+
+STAGES = ("taints", "requirements", "topology", "instance-types", "limits")
+"""The stages a provisioner is checked in when a pod could not be placed (`reasons.py`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a pod could not be placed, as values: the clauses (readers such as the dashboard read
+    their fields) and the sentence they make."""
+
+    text: str
+    clauses: tuple[Clause, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass(frozen=True, eq=False)
 class SchedulingResult:
     """The plan: nodes to launch, pods placed on existing nodes (node name → pod keys), and
-    one human-readable reason per pod that could not be placed (pod key → reason)."""
+    one human-readable reason per pod that could not be placed (pod key → reason), with the
+    structured `reasons` behind the ones the scheduler explained."""
 
     new_nodes: tuple[NewNode, ...]
     existing_assignments: Mapping[str, tuple[str, ...]]
     unschedulable: Mapping[str, str]
+    reasons: Mapping[str, Reason] = field(default_factory=dict)
 
     @property
     def all_scheduled(self) -> bool:

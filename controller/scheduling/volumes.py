@@ -308,7 +308,7 @@ def finish(prepared: Prepared, result: SchedulingResult) -> SchedulingResult:
         constraint = prepared.constraints.get(key)
         unschedulable[key] = f"{why} ({constraint})" if constraint else why
     new_nodes = tuple(_restored(n, prepared) for n in result.new_nodes)
-    return SchedulingResult(new_nodes, result.existing_assignments, unschedulable)
+    return SchedulingResult(new_nodes, result.existing_assignments, unschedulable, result.reasons)
 
 
 def _restored(node: NewNode, prepared: Prepared) -> NewNode:

@@ -58,7 +58,12 @@ def test_owned_nodes_with_price_and_outlook(served: tuple[str, DecisionLog, Fake
 
 def test_pending_pods_get_the_latest_reason_kept_past_the_ring(served: tuple[str, DecisionLog, FakeClock]) -> None:
     url, decisions, clock = served
-    decisions.record_once(Decision("provisioning", UNSCHEDULABLE, "pod/default/a", "no instance type has 64 cpu"))
+    clause = {"provisioners": ["default"], "stages": ["instance-types"], "text": "no instance type has 64 cpu"}
+    decisions.record_once(
+        Decision(
+            "provisioning", UNSCHEDULABLE, "pod/default/a", "no instance type has 64 cpu", extra={"clauses": [clause]}
+        )
+    )
     clock.step(10)
     decisions.record_once(Decision("provisioning", UNSCHEDULABLE, "pod/default/a", "no instance type has 64 cpu"))
     decisions.record_once(Decision("provisioning", IGNORED, "pod/default/b", "pod uses a PVC"))
@@ -67,7 +72,13 @@ def test_pending_pods_get_the_latest_reason_kept_past_the_ring(served: tuple[str
     pods = requests.get(f"{url}/api/v1/pods/pending", timeout=5).json()["pods"]
     assert pods["default/a"]["reason"] == "no instance type has 64 cpu"
     assert pods["default/a"]["time"] == "2023-11-14T22:13:20Z"  # first said, not re-stamped by the repeat
-    assert pods["default/b"] == {"action": "ignored", "reason": "pod uses a PVC", "time": "2023-11-14T22:13:30Z"}
+    assert pods["default/a"]["clauses"] == [clause]  # the reason as values, for readers such as the dashboard
+    assert pods["default/b"] == {
+        "action": "ignored",
+        "reason": "pod uses a PVC",
+        "time": "2023-11-14T22:13:30Z",
+        "clauses": [],
+    }
 
 
 def test_the_answers_are_read_only(served: tuple[str, DecisionLog, FakeClock]) -> None:

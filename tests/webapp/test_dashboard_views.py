@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 
 from controller.clock import SystemClock
 from controller.core import labels as L
+from controller.scheduling.types import Clause
 from localcluster.procs import free_port
 from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 from tests.webapp.dashboard.builders import FakeSource, answers
@@ -45,7 +46,8 @@ def cluster() -> FakeSource:
         "provisioners": [make_provisioner("default", limits={"resources": {"cpu": "4"}}), make_provisioner("gpu")],
         "poddisruptionbudgets": [make_pdb("pdb", {"app": "web"})],
     }
-    limit = "provisioner 'default' limits would be exceeded (cpu: 0 of 4 left)"
+    limit = Clause(("default",), ("limits",), "provisioner 'default' limits would be exceeded (cpu: 0 of 4 left)")
+    too_big = Clause(("gpu",), ("instance-types",), "no instance type in provisioner 'gpu' has 64 cpu")
     launched = {
         "controller": "provisioning", "action": "launched", "subject": "node/n1", "reason": "pods did not fit",
         "pods": ["default/web-1"], "price": 0.096, "instance_type": "m5.large", "time": "2024-01-01T00:01:00Z",
@@ -54,8 +56,8 @@ def cluster() -> FakeSource:
         prices={"n1": 0.096, "n2": 0.035},
         outlooks={"n2": {"verdict": "blocked", "reason": "cannot be disrupted: pod default/guarded has do not evict"}},
         pending={
-            "default/big-1": f"{limit}; no instance type in provisioner 'gpu' has 64 cpu",
-            "default/big-2": limit,
+            "default/big-1": [limit, too_big],
+            "default/big-2": [limit],
         },
         decisions=[launched, {"controller": "garbagecollection", "action": "garbage-collected", "subject": "x"}],
     )

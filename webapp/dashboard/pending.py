@@ -2,11 +2,13 @@
 
 The reason is the controller's scheduler's (`controller/scheduling/reasons.py`), which names
 the provisioner(s) that came closest; each provisioner is listed with the clause that rejected
-it, or why it was not in the running (invalid, being deleted, not the closest match).
+it (read from the reason's clauses, as values), or why it was not in the running (invalid,
+being deleted, not the closest match).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from controller.state.snapshot import PodView
@@ -21,7 +23,7 @@ def owner_of(pod: PodView) -> str:
     return "(no owner)"
 
 
-def _considered(inputs: Inputs, reason: str) -> list[dict[str, str]]:
+def _considered(inputs: Inputs, entry: Mapping[str, Any]) -> list[dict[str, str]]:
     out = []
     for name, view in sorted(inputs.snapshot.provisioners.items()):
         if view.error:
@@ -29,7 +31,7 @@ def _considered(inputs: Inputs, reason: str) -> list[dict[str, str]]:
         elif view.deleting:
             why = "being deleted"
         else:
-            why = rejection(reason, name) or "not the closest match (see the reason)"
+            why = rejection(entry, name) or "not the closest match (see the reason)"
         out.append({"provisioner": name, "rejected": why})
     return out
 
@@ -50,7 +52,7 @@ def pending_page(inputs: Inputs) -> dict[str, Any]:
             "reason": reason or ("" if inputs.controller.error else "not evaluated by the controller yet"),
             "reasonTime": str(entry.get("time") or ""),
             "action": str(entry.get("action") or ""),
-            "provisioners": _considered(inputs, reason) if reason else [],
+            "provisioners": _considered(inputs, entry) if reason else [],
         })  # fmt: skip
     out = [{"namespace": ns, "owner": owner, "pods": pods} for (ns, owner), pods in sorted(groups.items())]
     return {"groups": out, "count": sum(len(g["pods"]) for g in out)}

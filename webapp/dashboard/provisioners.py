@@ -2,8 +2,8 @@
 
 Usage is the capacity of the provisioner's nodes not marked for deletion (what the limit
 counter counts). A limit is `warn` at 80 % and `full` at 100 %; the provisioner is flagged
-`limitBlocking` when the controller's reason for a pending pod says this provisioner's limits
-would be exceeded.
+`limitBlocking` when a clause of the controller's reason for a pending pod names this
+provisioner at the `limits` stage (the reason's fields are read, never its text).
 """
 
 from __future__ import annotations
@@ -18,28 +18,36 @@ from webapp.dashboard.common import node_row
 from webapp.dashboard.source import Inputs
 
 WARN_FRACTION = 0.8
-LIMIT_CLAUSE = "limits would be exceeded"
+LIMITS = "limits"  # the stage a clause names when a provisioner's limits stopped the pod
 
 
-def names_in(clause: str) -> list[str]:
-    """Provisioner names a reason clause quotes: "provisioner 'a'" / "provisioners 'a', 'b'"."""
-    parts = clause.split("'")
-    return [parts[i] for i in range(1, len(parts), 2)]
+def clauses(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The clauses of the controller's reason for a pending pod (`scheduling.types.Clause` as JSON)."""
+    found = entry.get("clauses")
+    return [c for c in found if isinstance(c, Mapping)] if isinstance(found, list) else []
 
 
-def rejection(reason: str, provisioner: str) -> str:
-    """The clause of a scheduler reason that names `provisioner` ("" when none does)."""
-    for clause in reason.split("; "):
-        if provisioner in names_in(clause):
+def _clause_for(entry: Mapping[str, Any], provisioner: str) -> Mapping[str, Any] | None:
+    for clause in clauses(entry):
+        names = clause.get("provisioners")
+        if isinstance(names, list) and provisioner in names:
             return clause
-    return ""
+    return None
+
+
+def rejection(entry: Mapping[str, Any], provisioner: str) -> str:
+    """The clause of the controller's reason that names `provisioner` ("" when none does)."""
+    clause = _clause_for(entry, provisioner)
+    return str(clause.get("text") or "") if clause is not None else ""
 
 
 def limit_blocked_pods(inputs: Inputs, provisioner: str) -> list[str]:
+    """The pending pods the controller says `provisioner`'s limits keep from a node."""
     out = []
     for key, entry in sorted(inputs.controller.pending.items()):
-        clause = rejection(str(entry.get("reason") or ""), provisioner)
-        if LIMIT_CLAUSE in clause:
+        clause = _clause_for(entry, provisioner)
+        stages = clause.get("stages") if clause is not None else None
+        if isinstance(stages, list) and LIMITS in stages:
             out.append(key)
     return out
 

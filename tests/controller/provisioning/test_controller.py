@@ -131,6 +131,15 @@ def test_limits_are_never_exceeded() -> None:
     total = sum(int(n["status"]["capacity"]["cpu"]) for n in env.kube.items(NODES))
     assert 0 < total <= 4
     assert any(e["reason"] == "FailedScheduling" for e in env.kube.events)
+    # the decision on a pod left pending names the limit as values, not only in its text
+    stopped = [d for d in env.controller.decisions.recent() if d.action == "unschedulable"]
+    assert (
+        stopped
+        and all(d.extra["clauses"] for d in stopped)
+        and all(
+            c["provisioners"] == ["default"] and c["stages"] == ["limits"] for d in stopped for c in d.extra["clauses"]
+        )
+    )
 
 
 def test_untolerated_taint_means_no_launch() -> None:

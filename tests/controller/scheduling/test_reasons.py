@@ -118,3 +118,12 @@ def test_rendering_helpers() -> None:
     assert render_requirement(Requirement.new("k", "Gt", ["2"])) == "k > 2"
     assert amount("memory", 2**30) == "1Gi memory"
     assert amount("nvidia.com/gpu", 2) == "2 GPUs"
+
+
+def test_a_reason_is_also_values_readers_need_not_parse() -> None:
+    result = run([make_pod("p", cpu="1")], [make_provisioner("small", limits={"cpu": "1"})])
+    (clause,) = result.reasons["default/p"].clauses
+    assert (clause.provisioners, clause.stages) == (("small",), ("limits",))
+    assert result.reasons["default/p"].text == result.unschedulable["default/p"] == clause.text
+    both = run([make_pod("q", gpus=64)], [make_provisioner("gpu", taints=[GPU_TAINT])]).reasons["default/q"]
+    assert [(c.provisioners, c.stages) for c in both.clauses] == [(("gpu",), ("taints", "instance-types"))]

@@ -8,6 +8,7 @@ from typing import Any
 
 from controller.clock import FakeClock
 from controller.kube.resources import WATCHED
+from controller.scheduling.types import Clause
 from controller.state.cluster import ClusterState
 from tests.builders.wire import Obj
 from webapp.dashboard.source import ControllerAnswers, Inputs, Sample
@@ -36,7 +37,7 @@ class FakeSource:
 def answers(
     prices: Mapping[str, float] | None = None,
     outlooks: Mapping[str, Mapping[str, str]] | None = None,
-    pending: Mapping[str, str] | None = None,
+    pending: Mapping[str, Sequence[Clause]] | None = None,
     decisions: Sequence[Mapping[str, Any]] = (),
 ) -> ControllerAnswers:
     nodes: dict[str, dict[str, Any]] = {}
@@ -45,6 +46,12 @@ def answers(
     for name, outlook in (outlooks or {}).items():
         nodes.setdefault(name, {})["outlook"] = dict(outlook)
     reasons = {
-        k: {"reason": v, "action": "unschedulable", "time": "2024-01-01T00:04:00Z"} for k, v in (pending or {}).items()
+        key: {
+            "reason": "; ".join(c.text for c in clauses),
+            "action": "unschedulable",
+            "time": "2024-01-01T00:04:00Z",
+            "clauses": [c.to_json() for c in clauses],
+        }
+        for key, clauses in (pending or {}).items()
     }
     return ControllerAnswers("", nodes, reasons, tuple(decisions))
