@@ -241,3 +241,21 @@ def test_simulated_cloud_state_is_shared_by_the_controller_replicas(helm: Path) 
     throwaway = render(helm, "--set", "controller.simulatedState.persistence=false")
     assert {"name": "state", "emptyDir": {}} in pod_spec(throwaway, "controller")["volumes"]
     assert not any(key.startswith("PersistentVolumeClaim/") for key in throwaway)
+
+
+def test_the_charts_webhooks_are_the_local_clusters(helm: Path) -> None:
+    """The webhook registration is written twice — the chart's template (Service-backed) and
+    `localcluster/manifests.py` (URL-backed, for `karpy dev` and the e2e tests) — so the two are
+    compared here: same names, paths, rules and every policy, only the way to reach the server differs."""
+    from localcluster.manifests import webhook_configurations
+
+    docs = render(helm)
+    local = {d["kind"]: d for d in webhook_configurations("https://127.0.0.1:8443", b"ca")}
+    assert set(local) == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    for kind, mine in local.items():
+        theirs = docs[f"{kind}/{mine['metadata']['name']}"]
+        for ours, chart in zip(mine["webhooks"], theirs["webhooks"], strict=True):
+            url, service = ours["clientConfig"]["url"], chart["clientConfig"]["service"]
+            assert url.removeprefix("https://127.0.0.1:8443") == service["path"]
+            drop = {"clientConfig"}
+            assert {k: v for k, v in ours.items() if k not in drop} == {k: v for k, v in chart.items() if k not in drop}

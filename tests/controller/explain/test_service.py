@@ -53,7 +53,8 @@ def served() -> Iterator[Served]:
         "provisioners": [
             make_provisioner("default", consolidation={"enabled": True}),
             make_provisioner(
-                "gpu", requirements=[{"key": L.INSTANCE_CATEGORY, "operator": "In", "values": ["g"]}],
+                "gpu",
+                requirements=[{"key": L.INSTANCE_CATEGORY, "operator": "In", "values": ["g"]}],
                 taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
             ),
         ],
