@@ -62,6 +62,7 @@ def create_app(settings: WebappSettings | None = None, dashboard_source: object 
     from webapp.blueprints.admission import bp as admission_bp
     from webapp.blueprints.api import bp as api_bp
     from webapp.blueprints.dashboard import bp as dashboard_bp
+    from webapp.blueprints.explain import bp as explain_bp
     from webapp.blueprints.health import bp as health_bp
 
     settings = settings or WebappSettings()
@@ -73,6 +74,7 @@ def create_app(settings: WebappSettings | None = None, dashboard_source: object 
     app.register_blueprint(health_bp)
     app.register_blueprint(api_bp)
     app.register_blueprint(dashboard_bp)
+    app.register_blueprint(explain_bp)
 
     @app.after_request
     def headers(resp: Response) -> Response:

@@ -79,25 +79,33 @@ class ControllerAPI:
         self._http = urllib3.PoolManager(num_pools=4, maxsize=8)
 
     def get(self, path: str) -> Any:
+        return self._ask(path, self.timeout, keep_4xx=False)[1]
+
+    def answer(self, path: str, timeout: float) -> tuple[int, Any]:
+        """GET `path` within `timeout` seconds, keeping a 4xx answer (status, its JSON) instead of
+        raising: the explain pages show the controller's own "not found" or "bad request"."""
+        return self._ask(path, timeout, keep_4xx=True)
+
+    def _ask(self, path: str, timeout: float, keep_4xx: bool) -> tuple[int, Any]:
         base = self.locate() if self.locate is not None else self.base_url
         if base != self.base_url:
             try:
-                return self._get(base, path)
+                return self._get(base, path, timeout, keep_4xx)
             except ControllerError as err:
                 log.debug("asking the controller leader at %s: %s; asking %s", base, err, self.base_url)
                 if self.locate is not None:
                     self.locate.forget()
-        return self._get(self.base_url, path)
+        return self._get(self.base_url, path, timeout, keep_4xx)
 
-    def _get(self, base: str, path: str) -> Any:
+    def _get(self, base: str, path: str, timeout: float, keep_4xx: bool) -> tuple[int, Any]:
         url = base.rstrip("/") + path
         try:
-            resp = self._http.request("GET", url, timeout=urllib3.Timeout(total=self.timeout), retries=False)
+            resp = self._http.request("GET", url, timeout=urllib3.Timeout(total=timeout), retries=False)
         except urllib3.exceptions.HTTPError as err:
             raise ControllerError(f"the controller at {base} is unreachable ({type(err).__name__})") from err
-        if resp.status != 200:
+        if resp.status != 200 and not (keep_4xx and 400 <= resp.status < 500):
             raise ControllerError(f"the controller answered HTTP {resp.status} for {path}")
         try:
-            return json.loads(resp.data)
+            return resp.status, json.loads(resp.data)
         except ValueError as err:
             raise ControllerError(f"the controller answered invalid JSON for {path}") from err

@@ -140,6 +140,13 @@ class DashboardSource:
             self._answers = (now, answers)
         return answers
 
+    def ask(self, path: str, timeout: float) -> tuple[int, Any]:
+        """One answer of the controller, not cached (the explain pages); ControllerError when it
+        cannot be asked."""
+        if self._api is None:
+            raise ControllerError("no controller URL is configured (--controller-url)")
+        return self._api.answer(path, timeout)
+
     def read(self) -> Inputs:
         self.start()
         snap = self.state.snapshot()

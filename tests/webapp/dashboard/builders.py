@@ -25,6 +25,8 @@ class FakeSource:
     history: tuple[Sample, ...] = ()
     problem: str = ""
     reads: int = 0
+    explained: Mapping[str, tuple[int, Any]] = field(default_factory=dict)
+    asked: list[str] = field(default_factory=list)
 
     def read(self) -> Inputs:
         self.reads += 1
@@ -32,6 +34,25 @@ class FakeSource:
         for kind in WATCHED:
             state.replace(kind.name, list(self.objects.get(kind.name, ())))
         return Inputs(state.snapshot(), self.answers, self.history, self.problem)
+
+    def ask(self, path: str, timeout: float) -> tuple[int, Any]:
+        """The controller's explain answers: `explained[path]`, else a minimal answer for an object
+        of `objects` (so every link of the pages leads somewhere), else 404."""
+        self.asked.append(path)
+        if path in self.explained:
+            return self.explained[path]
+        names = {f"/api/v1/explain/nodes/{o['metadata']['name']}" for o in self.objects.get("nodes", ())}
+        names |= {
+            f"/api/v1/explain/pods/{o['metadata']['namespace']}/{o['metadata']['name']}"
+            for o in self.objects.get("pods", ())
+        }
+        if path in names:
+            name = path.rsplit("/", 1)[1]
+            if "/nodes/" in path:
+                return 200, {"node": name, "found": True, "destinations": [], "newNodes": [], "blockers": [],
+                             "consolidation": {"action": "", "whyNot": ""}, "time": "2024-01-01T00:05:00Z"}  # fmt: skip
+            return 200, {"pod": path.split("/pods/", 1)[1], "status": "pending", "node": "", "lastEvaluation": None}
+        return 404, {"error": f"{path} not found"}
 
 
 def answers(

@@ -13,7 +13,7 @@ from controller.httpserver import ControllerHTTPServer
 from controller.kube.resources import WATCHED
 from localcluster.procs import free_port
 from webapp.dashboard.common import cluster_cost
-from webapp.dashboard.reader import ControllerAPI
+from webapp.dashboard.reader import ControllerAPI, ControllerError
 from webapp.dashboard.source import SAMPLE_SECONDS, DashboardSource, ask_controller
 
 
@@ -80,3 +80,21 @@ def test_answers_are_cached_and_history_sampled(controller: tuple[str, dict[str,
     source.read()
     assert calls["nodes"] == 2
     assert [s.time for s in source.read().history] == [clock.now() - SAMPLE_SECONDS, clock.now()]
+
+
+def test_ask_keeps_the_controllers_4xx_and_raises_when_it_cannot_be_asked() -> None:
+    def node(rest: str) -> tuple[int, object]:
+        return (200, {"node": rest}) if rest == "n1" else (404, {"error": f"node {rest} not found"})
+
+    srv = ControllerHTTPServer(
+        "127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"synced": True}, prefixes={"/api/v1/explain/nodes/": node}
+    )
+    srv.start()
+    try:
+        source = DashboardSource(None, ControllerAPI(f"http://127.0.0.1:{srv.port}"), FakeClock(), cluster_cost)
+        assert source.ask("/api/v1/explain/nodes/n1", 5) == (200, {"node": "n1"})
+        assert source.ask("/api/v1/explain/nodes/x", 5) == (404, {"error": "node x not found"})
+    finally:
+        srv.stop()
+    with pytest.raises(ControllerError, match="no controller URL"):
+        DashboardSource(None, None, FakeClock(), cluster_cost).ask("/api/v1/explain/nodes/n1", 5)

@@ -1,0 +1,78 @@
+"""The dashboard's explain pages and their JSON (GET only): what removing a node would do, why a
+pod is where it is and what it would get now.
+
+Thin: each view asks the controller once (`DashboardSource.ask`, not cached: the answer is
+computed on demand by `controller/explain/`), renders `explain_node.html` / `explain_pod.html`
+or returns the controller's JSON under `/api/v1/explain/…`. The controller's 4xx (an unknown
+node or pod) is passed on; a controller that cannot be asked is a 503 that says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from flask import Blueprint, Response, abort, current_app, jsonify, render_template
+
+from webapp.blueprints.dashboard import read, status
+from webapp.dashboard.reader import ControllerError
+
+bp = Blueprint("explain", __name__)
+
+EXPLAIN_TIMEOUT = 20.0  # seconds: an answer runs the scheduler a few times
+
+
+def ask(path: str) -> tuple[int, dict[str, Any]]:
+    """The controller's (status, JSON) for `path`; 503 with the reason when it cannot be asked."""
+    source = current_app.extensions["karpy_dashboard"]
+    asking = getattr(source, "ask", None)
+    if asking is None:
+        return 503, {"error": "this dashboard has no controller to ask"}
+    try:
+        code, data = asking(path, EXPLAIN_TIMEOUT)
+    except ControllerError as err:
+        return 503, {"error": str(err)}
+    if not isinstance(data, dict):
+        return 503, {"error": f"the controller answered {path} in an unexpected shape"}
+    return int(code), data
+
+
+def _node_path(name: str) -> str:
+    return f"/api/v1/explain/nodes/{quote(name, safe='')}"
+
+
+def _pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/explain/pods/{quote(namespace, safe='')}/{quote(name, safe='')}"
+
+
+def _page(template: str, path: str, nav: str) -> str:
+    code, data = ask(path)
+    if code != 200:
+        abort(code if code < 500 else 503, description=str(data.get("error") or f"HTTP {code}"))
+    inputs = read()
+    return render_template(template, x=data, status=status(inputs), nav=nav)
+
+
+def _json(path: str) -> tuple[Response, int]:
+    code, data = ask(path)
+    return jsonify(data), code if code < 500 else 503
+
+
+@bp.get("/explain/nodes/<name>")
+def node(name: str) -> str:
+    return _page("explain_node.html", _node_path(name), "nodes")
+
+
+@bp.get("/explain/pods/<namespace>/<name>")
+def pod(namespace: str, name: str) -> str:
+    return _page("explain_pod.html", _pod_path(namespace, name), "pending")
+
+
+@bp.get("/api/v1/explain/nodes/<name>")
+def node_json(name: str) -> tuple[Response, int]:
+    return _json(_node_path(name))
+
+
+@bp.get("/api/v1/explain/pods/<namespace>/<name>")
+def pod_json(namespace: str, name: str) -> tuple[Response, int]:
+    return _json(_pod_path(namespace, name))
