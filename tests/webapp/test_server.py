@@ -98,6 +98,29 @@ def test_tls_is_1_2_or_newer(server: tuple[str, Path]) -> None:
         assert tls.version() in ("TLSv1.2", "TLSv1.3")
 
 
+def test_tls_1_2_offers_aead_suites_only(server: tuple[str, Path]) -> None:
+    """Issue 20, defect 8: two CBC suites were still accepted over TLS 1.2."""
+    url, ca = server
+    host, port = url.removeprefix("https://").split(":")
+    offered = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    offered.set_ciphers("ALL:@SECLEVEL=0")
+    accepted = []
+    for cipher in (c["name"] for c in offered.get_ciphers() if c["protocol"] == "TLSv1.2"):
+        context = ssl.create_default_context(cafile=str(ca))
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.set_ciphers(cipher)
+            with (
+                socket.create_connection((host, int(port)), timeout=5) as sock,
+                context.wrap_socket(sock, server_hostname=host) as tls,
+            ):
+                accepted.append(tls.cipher()[0])
+        except (ssl.SSLError, OSError):
+            continue
+    assert accepted, "no TLS 1.2 suite at all"
+    assert all("GCM" in name or "CHACHA20" in name for name in accepted), accepted
+
+
 def test_server_context_refuses_old_protocols() -> None:
     context = _ssl_context(None, lambda: ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
     assert context.minimum_version == ssl.TLSVersion.TLSv1_2
