@@ -184,6 +184,22 @@ def test_cert_manager_option(helm: Path) -> None:
     assert "Role/karpy-webapp" not in docs and "ClusterRole/karpy-webapp" not in docs
 
 
+def test_the_webapp_may_change_only_the_ca_bundles(helm: Path) -> None:
+    """Issue 20, defect 3: `update` on the webhook configurations covered the whole object. The
+    policy's effect on the real API server is `tests/e2e/test_helm.py`'s."""
+    docs = render(helm)
+    policy = docs["ValidatingAdmissionPolicy/karpy-webapp-ca-bundle-only"]["spec"]
+    assert policy["failurePolicy"] == "Fail"
+    [match] = policy["matchConditions"]
+    assert match["expression"] == 'request.userInfo.username == "system:serviceaccount:karpy:karpy-webapp"'
+    [rule] = policy["matchConstraints"]["resourceRules"]
+    assert set(rule["resources"]) == {"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}
+    binding = docs["ValidatingAdmissionPolicyBinding/karpy-webapp-ca-bundle-only"]["spec"]
+    assert binding == {"policyName": "karpy-webapp-ca-bundle-only", "validationActions": ["Deny"]}
+    for off in (("--set", "webhook.certManager.enabled=true"), ("--set", "webhook.caBundleOnlyPolicy=false")):
+        assert not any(k.startswith("ValidatingAdmissionPolicy") for k in render(helm, *off))
+
+
 def test_the_dashboard_reads_with_get_list_watch_only_and_asks_the_controller(helm: Path) -> None:
     docs = render(helm)
     webapp = pod_spec(docs, "webapp")

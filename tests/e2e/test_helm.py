@@ -344,6 +344,53 @@ def test_webhooks_default_a_provisioner_and_the_controller_scales_up_and_down(ru
     assert lease["spec"]["holderIdentity"]  # it led through the chart's Lease
 
 
+def as_webapp(running: Running, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """kubectl with the webapp ServiceAccount's token (the kubeconfig the `running` webapp uses)."""
+    argv = [str(running.cluster.bin_dir / "kubectl"), f"--kubeconfig={running.tmp / 'webapp.kubeconfig'}", *args]
+    return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=60, check=False)
+
+
+POD_RULE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "*"}
+TAMPERING: dict[str, Any] = {
+    "the issue's: a Pod rule and an outside URL": lambda h: (
+        h["webhooks"][0]["rules"].append(POD_RULE),
+        h["webhooks"][0]["clientConfig"].update({"url": "https://attacker.example/mutate"}),
+    ),
+    "a Pod rule": lambda h: h["webhooks"][0]["rules"].append(POD_RULE),
+    "the URL": lambda h: h["webhooks"][0]["clientConfig"].update({"url": "https://attacker.example/mutate"}),
+    "failurePolicy": lambda h: h["webhooks"][0].update({"failurePolicy": "Ignore"}),
+    "a namespace selector": lambda h: h["webhooks"][0].update({"namespaceSelector": {"matchLabels": {"only": "this"}}}),
+    "a second webhook": lambda h: h["webhooks"].append({**h["webhooks"][0], "name": "second.webhook.karpy.sh"}),
+    "a label": lambda h: h["metadata"].setdefault("labels", {}).update({"x": "y"}),
+}
+
+
+def test_the_webapp_account_may_change_only_the_ca_bundle(running: Running) -> None:
+    """Issue 20, defect 3: the `update` right granted for caBundle injection covered the whole
+    object; the chart's ValidatingAdmissionPolicy narrows it to the caBundle (server-side dry runs
+    as the webapp's ServiceAccount on the real API server)."""
+    cluster = running.cluster
+    server = kubectl_json(cluster, "version")["serverVersion"]  # VAP is GA (admissionregistration/v1) since 1.30
+    assert (int(server["major"]), int(server["minor"].rstrip("+"))) >= (1, 30)
+    for kind, name in HOOKS.items():
+        assert can_i(cluster, WEBAPP_SA, "update", f"{kind}/{name}")  # RBAC alone allows any update
+        current = kubectl_json(cluster, "get", kind, name)
+        for what, tamper in TAMPERING.items():
+            changed = json.loads(json.dumps(current))
+            tamper(changed)
+            proc = as_webapp(running, "replace", "--dry-run=server", "-f", "-", input=json.dumps(changed))
+            assert proc.returncode != 0, f"{kind}: {what} was accepted"
+            assert "may change only the webhooks' clientConfig.caBundle" in proc.stderr, (what, proc.stderr)
+        renewed = json.loads(json.dumps(current))
+        renewed["webhooks"][0]["clientConfig"]["caBundle"] = base64.b64encode(b"another CA").decode()
+        proc = as_webapp(running, "replace", "--dry-run=server", "-f", "-", input=json.dumps(renewed))
+        assert proc.returncode == 0, proc.stderr
+        # an administrator (Helm) is not matched by the policy
+        admin = json.loads(json.dumps(current))
+        TAMPERING["failurePolicy"](admin)
+        cluster.kubectl("replace", "--dry-run=server", "-f", "-", input=json.dumps(admin))
+
+
 WEBAPP_MAY = [
     ("get", "secret", SECRET), ("update", "secret", SECRET),
     ("get", "mutatingwebhookconfiguration", HOOKS["mutatingwebhookconfiguration"]),
