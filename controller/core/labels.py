@@ -223,6 +223,11 @@ def label_value_errors(value: str) -> list[str]:
     return []
 
 
+def is_dns1123_subdomain(value: str) -> bool:
+    """True for a lower-case RFC 1123 subdomain of at most 253 characters (e.g. a pod's name)."""
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.fullmatch(value))
+
+
 def is_dns1035_label(value: str) -> bool:
     """True for a lower-case RFC 1035 label of at most 63 characters."""
     return isinstance(value, str) and len(value) <= 63 and bool(_DNS1035_LABEL.fullmatch(value))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 
 @dataclass(frozen=True)
@@ -15,11 +16,13 @@ class Kind:
     def collection(self, namespace: str | None = None) -> str:
         base = "/api/v1" if self.group_version == "v1" else f"/apis/{self.group_version}"
         if self.namespaced and namespace:
-            return f"{base}/namespaces/{namespace}/{self.plural}"
+            return f"{base}/namespaces/{quote(namespace, safe='')}/{self.plural}"
         return f"{base}/{self.plural}"
 
     def item(self, name: str, namespace: str | None = None) -> str:
-        return f"{self.collection(namespace)}/{name}"
+        """The object's path; a name read from elsewhere (a Lease holder) is one path segment,
+        escaped, so "../secrets/x" cannot walk to another resource (issue 20, defect 8)."""
+        return f"{self.collection(namespace)}/{quote(name, safe='')}"
 
 
 PODS = Kind("pods", "v1", "pods", True)

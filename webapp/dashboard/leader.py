@@ -17,6 +17,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from controller.core.labels import is_dns1123_subdomain
 from controller.kube.client import Obj
 from controller.kube.errors import KubeError
 from controller.kube.resources import LEASES, PODS, Kind
@@ -35,7 +36,7 @@ def leader_url(kube: Gets, namespace: str, lease: str, fallback: str) -> str:
     """The leader's base URL, or `fallback` when it cannot be told (see the module doc)."""
     try:
         holder = str(((kube.get(LEASES, lease, namespace) or {}).get("spec") or {}).get("holderIdentity") or "")
-        if not holder:
+        if not holder or not is_dns1123_subdomain(holder):  # a pod's name, or not a pod of ours
             return fallback
         pod: dict[str, Any] = dict(kube.get(PODS, holder, namespace) or {})
     except (KubeError, OSError, ValueError) as err:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +22,8 @@ from controller.kube.client import KubeClient, ListResult, Obj, WatchEvent
 from controller.kube.resources import Kind
 
 log = logging.getLogger(__name__)
+
+MAX_ANSWER_BYTES = 64 << 20  # the decision log and 5,000 nodes' outlooks are a few MiB
 
 
 class KubeReads(Protocol):
@@ -56,6 +59,20 @@ class ReadOnlyKube:
 
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj:
         return self._kube().get(kind, name, namespace)
+
+
+def _bounded(resp: Any, limit: int, deadline: float) -> bytes:
+    """At most `limit` + 1 bytes of `resp`, read before `deadline`: whoever holds the Lease can
+    neither exhaust the webapp's memory nor hold its thread by dripping (issue 20, defect 8)."""
+    body = bytearray()
+    while len(body) <= limit:
+        if time.monotonic() > deadline:
+            raise ControllerError("the controller's answer took too long")
+        chunk = resp.read(64 * 1024)
+        if not chunk:
+            break
+        body += chunk
+    return bytes(body)
 
 
 class ControllerError(Exception):
@@ -100,12 +117,20 @@ class ControllerAPI:
     def _get(self, base: str, path: str, timeout: float, keep_4xx: bool) -> tuple[int, Any]:
         url = base.rstrip("/") + path
         try:
-            resp = self._http.request("GET", url, timeout=urllib3.Timeout(total=timeout), retries=False)
+            resp = self._http.request(
+                "GET", url, timeout=urllib3.Timeout(total=timeout), retries=False, preload_content=False
+            )
+            try:
+                if resp.status != 200 and not (keep_4xx and 400 <= resp.status < 500):
+                    raise ControllerError(f"the controller answered HTTP {resp.status} for {path}")
+                body = _bounded(resp, MAX_ANSWER_BYTES, time.monotonic() + timeout)
+            finally:
+                resp.release_conn()
         except urllib3.exceptions.HTTPError as err:
             raise ControllerError(f"the controller at {base} is unreachable ({type(err).__name__})") from err
-        if resp.status != 200 and not (keep_4xx and 400 <= resp.status < 500):
-            raise ControllerError(f"the controller answered HTTP {resp.status} for {path}")
+        if len(body) > MAX_ANSWER_BYTES:
+            raise ControllerError(f"the controller's answer for {path} is over {MAX_ANSWER_BYTES >> 20} MiB")
         try:
-            return resp.status, json.loads(resp.data)
+            return resp.status, json.loads(body)
         except ValueError as err:
             raise ControllerError(f"the controller answered invalid JSON for {path}") from err

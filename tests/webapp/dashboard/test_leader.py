@@ -13,6 +13,7 @@ from controller.httpserver import ControllerHTTPServer
 from controller.kube.errors import NotFoundError
 from controller.kube.resources import Kind
 from localcluster.procs import free_port
+from webapp.dashboard import reader
 from webapp.dashboard.leader import LeaderLocator, leader_url
 from webapp.dashboard.reader import ControllerAPI
 from webapp.dashboard.source import ask_controller
@@ -90,6 +91,35 @@ def test_the_dashboard_reads_the_leaders_decisions_and_the_service_when_it_is_do
     leader.stop()
     got = ask_controller(api)
     assert got.error == "" and got.decisions == ()  # answered by the Service
+
+
+def test_a_holder_that_is_no_pod_name_is_not_looked_up() -> None:
+    """Issue 20, defect 8: the holder went unescaped into the API path of a pod `get`."""
+    asked: list[str] = []
+
+    class Recording(Reads):
+        def get(self, kind: Kind, name: str, namespace: str | None = None) -> dict[str, Any]:
+            asked.append(f"{kind.name}/{name}")
+            return super().get(kind, name, namespace)
+
+    for holder in ("../../secrets/karpy-webhook-cert", "a/b", "UPPER", "x" * 254, "pod\n"):
+        reads = Recording(cluster(holder=holder).objs)
+        assert leader_url(reads, "karpy", "karpy-controller", SERVICE) == SERVICE
+    assert all(a.startswith("leases/") for a in asked), asked
+
+
+def test_an_oversized_answer_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20, defect 8: the leader's answer was read whole, however large."""
+    monkeypatch.setattr(reader, "MAX_ANSWER_BYTES", 4096)
+    answers: dict[str, Callable[[], Any]] = {"/api/v1/nodes": lambda: {"nodes": {f"n{i}": {} for i in range(2000)}}}
+    srv = ControllerHTTPServer("127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {}, answers)
+    srv.start()
+    try:
+        with pytest.raises(reader.ControllerError, match="over"):
+            ControllerAPI(f"http://127.0.0.1:{srv.port}").get("/api/v1/nodes")
+        assert ControllerAPI(f"http://127.0.0.1:{srv.port}").get("/api/v1/status") == {}
+    finally:
+        srv.stop()
 
 
 def test_the_lease_flag_is_checked() -> None:
