@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from controller.core.labels import CAPACITY_TYPE, PROVISIONER_NAME, WELL_KNOWN_LABELS, ZONE
 from controller.core.requirements import DOES_NOT_EXIST, EXISTS, IN, NOT_IN, Requirement, Requirements
-from controller.core.resources import ATTACH_PREFIX, PODS, format_resource
+from controller.core.resources import ATTACH_PREFIX, CPU, PODS, format_resource
 from controller.core.taints import first_untolerated
 from controller.scheduling.instancetypes import EXOTIC_RESOURCES, INSTANCE_TYPE_KEYS
 from controller.scheduling.podstate import PodState
@@ -46,11 +46,14 @@ def render_requirement(req: Requirement) -> str:
 
 
 def amount(resource: str, value: int) -> str:
+    """`191.45 CPU` (cores, as the dashboard shows them; not `191450m cpu`), `4 GPUs`, `16Gi memory`."""
     if resource.startswith(ATTACH_PREFIX):
         return f"{value} {resource.removeprefix(ATTACH_PREFIX)} volume attachment{'s' if value != 1 else ''}"
     if resource in EXOTIC_RESOURCES:
         noun = "GPU" if "gpu" in resource else resource
         return f"{value} {noun}{'s' if value != 1 and noun == 'GPU' else ''}"
+    if resource == CPU:
+        return f"{value / 1000:.3f}".rstrip("0").rstrip(".") + " CPU"
     return f"{format_resource(resource, value)} {resource}"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from controller.core.labels import ARCH, HOSTNAME, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
 from controller.core.requirements import Requirement
 from controller.core.taints import Taint
@@ -53,16 +55,24 @@ def test_provisioner_selector_mismatch_is_one_clause() -> None:
 def test_too_many_gpus_and_too_much_cpu() -> None:
     result = run([make_pod("gpu", gpus=64), make_pod("cpu", cpu="100")])
     assert reason(result, "gpu") == "no instance type in provisioner 'default' has 64 GPUs (the largest has 1 GPU)"
-    assert reason(result, "cpu") == "no instance type in provisioner 'default' has 100 cpu (the largest has 8 cpu)"
+    assert reason(result, "cpu") == "no instance type in provisioner 'default' has 100 CPU (the largest has 8 CPU)"
 
 
 def test_daemonset_overhead_is_mentioned() -> None:
     daemon = make_pod("agent", cpu="1", owner_kind="DaemonSet")
     result = run([make_pod("p", cpu="7500m")], daemonsets=[daemon])
     assert reason(result, "p") == (
-        "no instance type in provisioner 'default' has 8500m cpu "
-        "(the largest has 8 cpu, daemonset overhead of 1 cpu included)"
+        "no instance type in provisioner 'default' has 8.5 CPU "
+        "(the largest has 8 CPU, daemonset overhead of 1 CPU included)"
     )
+
+
+@pytest.mark.parametrize(
+    ("milli", "text"), [(191450, "191.45 CPU"), (8500, "8.5 CPU"), (64000, "64 CPU"), (1, "0.001 CPU"), (0, "0 CPU")]
+)
+def test_cpu_is_shown_in_cores(milli: int, text: str) -> None:
+    """Issue 20, defect 8: "(the largest has 191450m cpu)"."""
+    assert amount("cpu", milli) == text
 
 
 def test_a_resource_no_type_offers() -> None:

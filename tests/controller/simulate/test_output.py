@@ -37,4 +37,4 @@ def test_table_is_readable() -> None:
     assert "New nodes: 1, $0.1000/hour" in text
     assert "default-1  default      m.large  on-demand  test-zone-a  0.1000  1/2 (50%)  0.1Gi/8.0Gi (2%)  1" in text
     assert "By instance type: m.large on-demand x1" in text
-    assert "default/huge  no instance type in provisioner 'default' has 100 cpu" in text
+    assert "default/huge  no instance type in provisioner 'default' has 100 CPU" in text
