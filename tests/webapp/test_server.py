@@ -114,7 +114,9 @@ def test_tls_1_2_offers_aead_suites_only(server: tuple[str, Path]) -> None:
                 socket.create_connection((host, int(port)), timeout=5) as sock,
                 context.wrap_socket(sock, server_hostname=host) as tls,
             ):
-                accepted.append(tls.cipher()[0])
+                negotiated = tls.cipher()
+                assert negotiated is not None
+                accepted.append(negotiated[0])
         except (ssl.SSLError, OSError):
             continue
     assert accepted, "no TLS 1.2 suite at all"
