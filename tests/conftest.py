@@ -1,4 +1,4 @@
-"""Fixtures shared by every test directory: the moto server (AWS)."""
+"""Fixtures shared by every test directory: the moto server (AWS) and the test world (`world`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fakes.world import World
 from tests.support.moto import CREDENTIALS, MotoServer
 
 
@@ -25,3 +26,9 @@ def moto_server(moto_server_session: MotoServer, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setenv(key, value)
     moto_server_session.reset()
     return moto_server_session
+
+
+@pytest.fixture
+def world() -> World:
+    """A fresh test world (`tests/fakes/world.py`): fake clock, API server and cloud, cluster state."""
+    return World.make()

@@ -5,17 +5,14 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 
 from controller.capacity import CapacityCollector, metric_families
-from controller.clock import FakeClock
-from controller.kube.resources import WATCHED
-from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 from tests.builders.wire import make_node, make_pod
+from tests.fakes.world import state_of
 
 PRICES = {("m5.large", "us-west-2a", "on-demand"): 0.096}
 
 
 def snapshot() -> Snapshot:
-    state = ClusterState(FakeClock())
     objects = {
         "nodes": [make_node("n1", cpu="2", memory="8Gi"), make_node("static", provisioner=None)],
         "pods": [
@@ -24,9 +21,7 @@ def snapshot() -> Snapshot:
             make_pod("waiting", cpu="1"),
         ],
     }
-    for kind in WATCHED:
-        state.replace(kind.name, objects.get(kind.name, []))
-    return state.snapshot()
+    return state_of(objects).snapshot()
 
 
 def samples(name: str) -> list[tuple[dict[str, str], float]]:

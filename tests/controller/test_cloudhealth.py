@@ -16,10 +16,10 @@ from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
 from controller.kube.resources import PROVISIONERS
 from controller.main import App, build, job_body
 from controller.settings import Settings
-from controller.state.cluster import WATCHED_NAMES
 from tests.builders.wire import make_provisioner
 from tests.fakes.aws import FakeTransport
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import feed
 
 AUTH = ApiError("AuthFailure", "AWS was not able to validate the provided access credentials")
 DOWN = ApiError("EndpointConnectionError", 'Could not connect to the endpoint URL: "http://127.0.0.1:9/"')
@@ -50,10 +50,7 @@ def aws_app(transport: FakeTransport) -> tuple[App, FakeKube, FakeClock]:
         Prices("us-east-1", {"onDemand": {"us-east-1": {"m5.large": 0.096}}}),
     )
     app = build(settings, kube=kube, cloud=cloud, clock=clock)
-    app.state.replace(PROVISIONERS.name, [make_provisioner("default")])
-    for kind in WATCHED_NAMES:
-        if kind != PROVISIONERS.name:
-            app.state.replace(kind, [])
+    feed(app.state, {PROVISIONERS.name: [make_provisioner("default")]})
     assert app.elector is not None and app.elector.step()
     return app, kube, clock
 

@@ -14,23 +14,20 @@ from controller.decisions import IGNORED, UNSCHEDULABLE, Decision, DecisionLog
 from controller.deprovisioning.outlook import KEPT, Outlook
 from controller.httpserver import ControllerHTTPServer
 from controller.insight import Insight
-from controller.kube.resources import WATCHED
-from controller.state.cluster import ClusterState
 from tests.builders.deprovisioning import instance_type
 from tests.builders.wire import make_node, make_pod
 from tests.fakes.cloudprovider import FakeCloudProvider
+from tests.fakes.world import state_of
 
 
 @pytest.fixture
 def served() -> Iterator[tuple[str, DecisionLog, FakeClock]]:
     clock = FakeClock()
-    state = ClusterState(clock)
     objects = {
         "nodes": [make_node("n1", instance_type="small", labels={L.ZONE: "zone-a"}), make_node("x", provisioner=None)],
         "pods": [make_pod("a"), make_pod("b")],
     }
-    for kind in WATCHED:
-        state.replace(kind.name, objects.get(kind.name, []))
+    state = state_of(objects, clock)
     cloud = FakeCloudProvider([instance_type("small", 2, price=0.1, spot_price=0.03)], clock)
     decisions = DecisionLog(clock)
     insight = Insight(state, cloud, decisions, clock, lambda: {"n1": Outlook(KEPT, "not consolidated: reasons")})

@@ -2,41 +2,38 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 
-from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
-from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS
 from controller.provisioning.launcher import Launcher
 from controller.scheduling.scheduler import schedule
-from controller.state.cluster import ClusterState
 from tests.builders.deprovisioning import CATALOG
 from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
-from tests.fakes.cloudprovider import FakeCloudProvider
-from tests.fakes.kube import FakeKube
+from tests.fakes.world import World as Cluster
 
 SIZES = {"small": "2", "medium": "4", "large": "8"}
 
 
-class World:
+class World(Cluster):
+    """The shared test world (`tests/fakes/world.py`) with a deprovisioning controller on it."""
+
     def __init__(self, **settings: Any) -> None:
-        self.clock = FakeClock()
-        self.kube = FakeKube(self.clock)
-        self.state = ClusterState(self.clock)
-        self.cloud = FakeCloudProvider(CATALOG, self.clock)
+        base = Cluster.make(CATALOG)
+        super().__init__(base.clock, base.kube, base.cloud, base.state, base.recorder, base.decisions)
         launcher = ProvisioningLauncher(Launcher(self.kube, self.cloud, self.state, self.clock), self.state)
         self.controller = DeprovisioningController(
-            self.state, self.kube, self.cloud, launcher, self.clock, DeprovisioningSettings(**settings), schedule
-        )
+            self.state, self.kube, self.cloud, launcher, self.clock, DeprovisioningSettings(**settings), schedule,
+            recorder=self.recorder, decisions=self.decisions,
+        )  # fmt: skip
         self.baseline: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
 
     def node(self, name: str, size: str = "medium", **kw: Any) -> None:
@@ -48,18 +45,11 @@ class World:
     def pod(self, name: str, node: str, cpu: str = "1", **kw: Any) -> None:
         self.kube.put(PODS, make_pod(name, node=node, cpu=cpu, memory="1Mi", **kw))
 
-    def sync(self) -> None:
-        for kind in WATCHED:  # copies, as a watch delivers them: later changes reach state only by a sync
-            self.state.replace(kind.name, copy.deepcopy(self.kube.items(kind)))
-
     def reconcile(self, step: float = 0.0) -> None:
         self.clock.step(step)
         self.sync()
         self.controller.reconcile()
         self.sync()
-
-    def deleting(self) -> list[str]:
-        return sorted(n["metadata"]["name"] for n in self.kube.items(NODES) if n["metadata"].get("deletionTimestamp"))
 
     def unschedulable(self, name: str) -> bool:
         return bool(self.kube.objects["nodes"][name]["spec"].get("unschedulable"))

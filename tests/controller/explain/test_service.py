@@ -14,11 +14,11 @@ from controller.core import labels as L
 from controller.decisions import UNSCHEDULABLE, Decision, DecisionLog
 from controller.explain.service import Explainer, post_routes, prefix_routes
 from controller.httpserver import MAX_BODY, ControllerHTTPServer
-from controller.kube.resources import WATCHED
 from controller.state.cluster import ClusterState
 from tests.builders.scheduling import make_instance_type
 from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
+from tests.fakes.world import state_of
 
 ZONE = {L.ZONE: "us-west-2a"}
 CATALOG = [
@@ -38,7 +38,6 @@ class Served:
 @pytest.fixture
 def served() -> Iterator[Served]:
     clock = FakeClock()
-    state = ClusterState(clock)
     objects = {
         "nodes": [
             make_node("a", instance_type="m5.large", labels=ZONE),
@@ -60,8 +59,7 @@ def served() -> Iterator[Served]:
         ],
         "poddisruptionbudgets": [make_pdb("db", {"app": "db"})],
     }
-    for kind in WATCHED:
-        state.replace(kind.name, objects.get(kind.name, []))
+    state = state_of(objects, clock)
     decisions = DecisionLog(clock)
     explainer = Explainer(state, FakeCloudProvider(CATALOG, clock), decisions)
     srv = ControllerHTTPServer(

@@ -2,39 +2,28 @@
 
 from __future__ import annotations
 
-from controller.clock import FakeClock
 from controller.cloudprovider.base import Instance
-from controller.decisions import DecisionLog
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
-from controller.kube.resources import NODES, WATCHED
-from controller.state.cluster import ClusterState
+from controller.kube.resources import NODES
 from tests.builders.wire import make_node
-from tests.fakes.cloudprovider import FakeCloudProvider
-from tests.fakes.kube import FakeKube
+from tests.fakes.world import World
 
 
-def setup() -> tuple[FakeClock, FakeKube, FakeCloudProvider, ClusterState, GarbageCollectionController]:
-    clock = FakeClock()
-    kube, cloud, state = FakeKube(clock), FakeCloudProvider(clock=clock), ClusterState(clock)
-    gc = GarbageCollectionController(state, kube, cloud, clock, DecisionLog(clock))
-    return clock, kube, cloud, state, gc
-
-
-def sync(kube: FakeKube, state: ClusterState) -> None:
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
+def collector(world: World, **kw: int) -> GarbageCollectionController:
+    return GarbageCollectionController(world.state, world.kube, world.cloud, world.clock, world.decisions, **kw)
 
 
 def instance(name: str, created: float) -> Instance:
     return Instance(f"fake:///z/{name}", name, "m5.large", "z", "spot", 0.03, "default", created)
 
 
-def test_leaked_instance_is_terminated_after_30_seconds_only() -> None:
-    clock, kube, cloud, state, gc = setup()
+def test_leaked_instance_is_terminated_after_30_seconds_only(world: World) -> None:
+    gc = collector(world)
+    clock, kube, cloud = world.clock, world.kube, world.cloud
     cloud.add(instance("leak", clock.now()))
     cloud.add(instance("ok", clock.now()))
     kube.put(NODES, make_node("ok", provider_id="fake:///z/ok"))
-    sync(kube, state)
+    world.sync()
     clock.step(29)
     assert gc.reconcile().leaked_instances == ()
     clock.step(2)
@@ -42,46 +31,49 @@ def test_leaked_instance_is_terminated_after_30_seconds_only() -> None:
     assert sorted(cloud.instances) == ["fake:///z/ok"]
 
 
-def test_node_whose_instance_is_gone_is_deleted() -> None:
-    clock, kube, cloud, state, gc = setup()
+def test_node_whose_instance_is_gone_is_deleted(world: World) -> None:
+    gc = collector(world)
+    clock, kube, cloud = world.clock, world.kube, world.cloud
     cloud.add(instance("orphan", clock.now()))
     kube.put(NODES, make_node("orphan", provider_id="fake:///z/orphan", finalizers=()))
     kube.put(NODES, make_node("foreign", provisioner=None, provider_id="fake:///z/foreign", finalizers=()))
-    sync(kube, state)
+    world.sync()
     gc.reconcile()
     cloud.instances.clear()  # terminated outside karpy
     gc.reconcile()
-    assert [n["metadata"]["name"] for n in kube.items(NODES)] == ["foreign"]
+    world.expect_nodes("foreign")
 
 
-def test_an_empty_store_after_failover_deletes_no_node() -> None:
+def test_an_empty_store_after_failover_deletes_no_node(world: World) -> None:
     # issue 14, item 3: a new leader whose cloud store is empty (its own emptyDir) saw no
     # instances and deleted every node; a node is deleted only if its instance was seen
-    _, kube, _, state, gc = setup()
+    gc = collector(world)
+    kube = world.kube
     for i in range(20):
         kube.put(NODES, make_node(f"n{i}", provider_id=f"fake:///z/n{i}", finalizers=()))
-    sync(kube, state)
+    world.sync()
     result = gc.reconcile()
     assert result.orphan_nodes == () and len(result.unconfirmed_nodes) == 20
     assert len(kube.items(NODES)) == 20
 
 
-def test_a_store_that_remembers_a_terminated_instance_confirms_it() -> None:
-    clock, kube, cloud, state, gc = setup()
+def test_a_store_that_remembers_a_terminated_instance_confirms_it(world: World) -> None:
+    gc = collector(world)
+    clock, kube, cloud = world.clock, world.kube, world.cloud
     cloud.add(instance("gone", clock.now()))
     cloud.delete("fake:///z/gone")  # terminated before this controller ever listed it
     kube.put(NODES, make_node("gone", provider_id="fake:///z/gone", finalizers=()))
-    sync(kube, state)
+    world.sync()
     assert gc.reconcile().orphan_nodes == ("gone",)
 
 
-def test_node_deletions_per_pass_are_capped() -> None:
-    clock, kube, cloud, state, _ = setup()
-    gc = GarbageCollectionController(state, kube, cloud, clock, DecisionLog(clock), max_node_deletions=3)
+def test_node_deletions_per_pass_are_capped(world: World) -> None:
+    clock, kube, cloud = world.clock, world.kube, world.cloud
+    gc = collector(world, max_node_deletions=3)
     for i in range(8):
         cloud.add(instance(f"n{i}", clock.now()))
         kube.put(NODES, make_node(f"n{i}", provider_id=f"fake:///z/n{i}", finalizers=()))
-    sync(kube, state)
+    world.sync()
     gc.reconcile()
     cloud.instances.clear()
     assert len(gc.reconcile().orphan_nodes) == 3

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from controller.clock import FakeClock
 from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
 from controller.cloudprovider.aws.interruption import (
     NOOP,
@@ -24,10 +23,9 @@ from controller.core import labels as L
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
 from controller.interruption.controller import InterruptionController
-from controller.kube.resources import NODES, WATCHED
-from controller.state.cluster import ClusterState
+from controller.kube.resources import NODES
 from tests.builders.wire import make_node
-from tests.fakes.kube import FakeKube
+from tests.fakes.world import World
 from tests.support.moto import REGION, MotoServer
 
 QUEUE = "karpy-interruption"
@@ -96,13 +94,11 @@ def test_eventbridge_to_sqs_events_drain_nodes_and_are_deleted(moto_server: Moto
         entry = {"Source": event["source"], "DetailType": event["detail-type"], "Detail": json.dumps(event["detail"])}
         assert events.put_events(Entries=[entry])["FailedEntryCount"] == 0
 
-    clock = FakeClock()
-    kube = FakeKube(clock)
+    world = World.make()
     for name, instance in (("spot-node", "i-0aaa"), ("stopping-node", "i-0bbb"), ("calm-node", "i-0ccc")):
-        kube.put(NODES, aws_node(name, instance))
-    state = ClusterState(clock)
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
+        world.put(NODES, aws_node(name, instance))
+    world.sync()
+    clock, kube, state = world.clock, world.kube, world.state
     unavailable = UnavailableOfferings(clock)
     api = AWSApi(Boto3Transport(REGION, moto_server.url))
     ctrl = InterruptionController(

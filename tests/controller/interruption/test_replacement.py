@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.clock import FakeClock
-from controller.decisions import DecisionLog
-from controller.events import EventRecorder
 from controller.interruption.controller import InterruptionController, Replacements
 from controller.interruption.replacement import replacement_missing
-from controller.kube.resources import NODES, PODS, WATCHED
-from controller.state.cluster import ClusterState
+from controller.kube.resources import NODES, PODS
 from controller.state.schedulinginput import provisionable
 from tests.builders.wire import make_node, make_pod
 from tests.controller.interruption.test_controller import aws_node, ec2_event
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import World
 
 
 class Queue:
@@ -35,20 +32,13 @@ class Queue:
         pass
 
 
-def setup() -> tuple[FakeClock, FakeKube, ClusterState, Queue, InterruptionController]:
-    clock = FakeClock()
-    kube, state, queue = FakeKube(clock), ClusterState(clock), Queue()
-    kube.put(NODES, aws_node("spot-node", "i-0aaa"))
-    for i in range(3):
-        kube.put(PODS, make_pod(f"web-{i}", cpu="1", memory="1Gi", node="spot-node"))
-    ctrl = InterruptionController(state, kube, queue, EventRecorder(kube, clock), DecisionLog(clock))  # type: ignore[arg-type]
-    sync(kube, state)
-    return clock, kube, state, queue, ctrl
-
-
-def sync(kube: FakeKube, state: ClusterState) -> None:
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
+def setup() -> tuple[World, Queue, InterruptionController]:
+    world, queue = World.make(), Queue()
+    world.put(NODES, aws_node("spot-node", "i-0aaa"))
+    world.put(PODS, *(make_pod(f"web-{i}", cpu="1", memory="1Gi", node="spot-node") for i in range(3)))
+    ctrl = InterruptionController(world.state, world.kube, queue, world.recorder, world.decisions)  # type: ignore[arg-type]
+    world.sync()
+    return world, queue, ctrl
 
 
 def deleting(kube: FakeKube) -> list[str]:
@@ -56,10 +46,11 @@ def deleting(kube: FakeKube) -> list[str]:
 
 
 def test_the_node_is_cordoned_and_its_pods_provisioned_for_before_it_is_drained() -> None:
-    clock, kube, state, queue, ctrl = setup()
+    world, queue, ctrl = setup()
+    clock, kube, state = world.clock, world.kube, world.state
     queue.put(ec2_event("EC2 Spot Instance Interruption Warning", "i-0aaa", **{"instance-action": "terminate"}))
     assert ctrl.reconcile() == []
-    sync(kube, state)
+    world.sync()
     assert deleting(kube) == [] and kube.get(NODES, "spot-node")["spec"]["unschedulable"] is True
     snap = state.snapshot()
     # provisioning now launches capacity for its pods (they still run where they are)
@@ -69,28 +60,29 @@ def test_the_node_is_cordoned_and_its_pods_provisioned_for_before_it_is_drained(
     clock.step(10)
     assert jobs.reconcile() == []
     kube.put(NODES, make_node("small", cpu="2", memory="8Gi"))  # room for one pod only
-    sync(kube, state)
+    world.sync()
     assert jobs.reconcile() == [] and deleting(kube) == []
     kube.put(NODES, make_node("replacement", cpu="4", memory="16Gi", initialized=False))  # launched, not ready
-    sync(kube, state)
+    world.sync()
     assert jobs.reconcile() == []
     kube.put(NODES, make_node("replacement", cpu="4", memory="16Gi"))  # initialized
-    sync(kube, state)
+    world.sync()
     assert jobs.reconcile() == ["spot-node"] and deleting(kube) == ["spot-node"]
     assert any(e["reason"] == "NodeTerminatingOnInterruption" for e in kube.events)
-    sync(kube, state)
+    world.sync()
     assert jobs.reconcile() == []  # drained once
     assert sum(e["reason"] == "NodeTerminatingOnInterruption" for e in kube.events) == 1
 
 
 def test_without_room_the_node_is_drained_90s_after_the_warning_and_a_repeat_warning_changes_nothing() -> None:
-    clock, kube, state, queue, ctrl = setup()
+    world, queue, ctrl = setup()
+    clock = world.clock
     warning = ec2_event("EC2 Spot Instance Interruption Warning", "i-0aaa", **{"instance-action": "terminate"})
     queue.put(warning)
     ctrl.reconcile()
     clock.step(60)
     queue.put(warning)
-    sync(kube, state)
+    world.sync()
     assert ctrl.reconcile() == []
     clock.step(29)
     assert ctrl.settle() == []
@@ -99,14 +91,15 @@ def test_without_room_the_node_is_drained_90s_after_the_warning_and_a_repeat_war
 
 
 def test_other_interruptions_drain_at_once_and_a_node_deleted_meanwhile_is_forgotten() -> None:
-    _, kube, state, queue, ctrl = setup()
+    world, queue, ctrl = setup()
+    kube = world.kube
     queue.put(ec2_event("EC2 Spot Instance Interruption Warning", "i-0aaa", **{"instance-action": "terminate"}))
     ctrl.reconcile()
     kube.delete(NODES, "spot-node")  # e.g. `kubectl delete node` meanwhile
-    sync(kube, state)
+    world.sync()
     assert ctrl.settle() == []
     assert not any(e["reason"] == "NodeTerminatingOnInterruption" for e in kube.events)  # termination owns it now
     kube.put(NODES, aws_node("stopping", "i-0bbb"))
-    sync(kube, state)
+    world.sync()
     queue.put(ec2_event("EC2 Instance State-change Notification", "i-0bbb", state="stopping"))
     assert ctrl.reconcile() == ["stopping"]

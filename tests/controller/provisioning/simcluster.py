@@ -25,7 +25,6 @@ kube-scheduler racing it, kwok-like readiness, arrivals at any moment, and contr
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,13 +44,13 @@ from controller.kube.resources import (
     PROVISIONERS,
     STORAGECLASSES,
     VOLUMES,
-    WATCHED,
 )
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.state.cluster import ClusterState
 from tests.builders.wire import make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import sync_from
 from tests.support import placement
 
 TYPES = tuple(it for it in simulated_catalog() if it.name in {"c6a.large", "m6a.large", "c6a.xlarge", "m6a.xlarge"})
@@ -132,8 +131,7 @@ class SimCluster:
 
     def sync(self) -> None:
         """The watch catches up: cluster state sees every object as the apiserver has it."""
-        for kind in WATCHED:
-            self.state.replace(kind.name, copy.deepcopy(self.kube.items(kind)))
+        sync_from(self.state, self.kube)
 
     def batch(self) -> None:
         """One provisioning window: pods seen, window closes, karpy schedules, launches, binds."""

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
-from controller.clock import FakeClock
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.core import labels as L
 from controller.core.labels import DEPROVISIONING_CORDON
-from controller.decisions import DecisionLog
-from controller.events import EventRecorder
-from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES, WATCHED
+from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
-from controller.state.cluster import ClusterState
 from tests.builders.volumes import claim, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
-from tests.fakes.cloudprovider import FakeCloudProvider
-from tests.fakes.kube import FakeKube
+from tests.fakes.world import World
 
 TYPES = tuple(it for it in simulated_catalog() if it.name in {"m5.large", "m5.xlarge", "m5.2xlarge", "c5.large"})
 
 
-@dataclass
-class Env:
-    clock: FakeClock
-    kube: FakeKube
-    cloud: FakeCloudProvider
-    state: ClusterState
-    controller: ProvisioningController
-    recorder: EventRecorder
+class Env(World):
+    """The shared test world (`tests/fakes/world.py`) with a provisioning controller on it."""
 
-    def sync(self) -> None:
-        for kind in WATCHED:
-            self.state.replace(kind.name, self.kube.items(kind))
+    controller: ProvisioningController
 
     def run_batch(self) -> object:
         self.sync()
@@ -45,13 +30,10 @@ class Env:
 
 
 def make_env(bind: bool = True, **provisioner: object) -> Env:
-    clock = FakeClock()
-    kube = FakeKube(clock)
-    cloud = FakeCloudProvider(TYPES, clock)
-    state = ClusterState(clock)
-    recorder = EventRecorder(kube, clock)
-    ctrl = ProvisioningController(
-        state, kube, cloud, clock, recorder, DecisionLog(clock), ProvisioningSettings(bind_pods=bind)
+    world = World.make(TYPES)
+    env = Env(world.clock, world.kube, world.cloud, world.state, world.recorder, world.decisions)
+    env.controller = ProvisioningController(
+        env.state, env.kube, env.cloud, env.clock, env.recorder, env.decisions, ProvisioningSettings(bind_pods=bind)
     )
     spec = {
         "labels": {"team": "a"},
@@ -59,8 +41,8 @@ def make_env(bind: bool = True, **provisioner: object) -> Env:
         "startupTaints": [{"key": "init", "effect": "NoSchedule"}],
         **provisioner,
     }
-    kube.put(PROVISIONERS, make_provisioner("default", **spec))
-    return Env(clock, kube, cloud, state, ctrl, recorder)
+    env.put(PROVISIONERS, make_provisioner("default", **spec))
+    return env
 
 
 TOLERATE = [{"key": "dedicated", "operator": "Exists"}]

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from controller.clock import FakeClock
-from controller.kube.resources import AWSNODETEMPLATES, NODES, PROVISIONERS, WATCHED
+from controller.kube.resources import AWSNODETEMPLATES, NODES, PROVISIONERS
 from controller.provisioning.counter import CounterController, status_patches
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 from tests.builders.wire import make_awsnodetemplate, make_node, make_provisioner
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import sync_from
 
 
 def snapshot(*objs: tuple[Any, dict[str, Any]], now: float = 1_800_000_000.0) -> Snapshot:
@@ -18,10 +19,7 @@ def snapshot(*objs: tuple[Any, dict[str, Any]], now: float = 1_800_000_000.0) ->
     kube = FakeKube(clock)
     for kind, obj in objs:
         kube.put(kind, obj)
-    state = ClusterState(clock)
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
-    return state.snapshot()
+    return sync_from(ClusterState(clock), kube).snapshot()
 
 
 def test_resources_nodes_and_ready_are_reported_once() -> None:
@@ -76,9 +74,7 @@ def test_the_controller_patches_the_status_subresource() -> None:
     kube = FakeKube(clock)
     kube.put(PROVISIONERS, make_provisioner("p"))
     kube.put(NODES, make_node("n1", provisioner="p"))
-    state = ClusterState(clock)
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
+    state = sync_from(ClusterState(clock), kube)
     assert CounterController(state, kube).reconcile() == ["p"]
     status = kube.get(PROVISIONERS, "p")["status"]
     assert status["nodes"] == 1 and status["conditions"][0]["status"] == "True"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from controller.clock import FakeClock
-from controller.kube.resources import NODES, PROVISIONERS, WATCHED
+from controller.kube.resources import NODES, PROVISIONERS
 from controller.provisioning.counter import CounterController
 from controller.provisioning.metrics import PROVISIONER_LIMIT, PROVISIONER_USAGE
 from controller.state.cluster import ClusterState
 from tests.builders.wire import make_node, make_provisioner
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import sync_from
 
 
 def test_cpu_limit_and_usage_are_exported_in_cores() -> None:
@@ -16,9 +17,7 @@ def test_cpu_limit_and_usage_are_exported_in_cores() -> None:
     kube = FakeKube(clock)
     kube.put(PROVISIONERS, make_provisioner("metrics-p", limits={"resources": {"cpu": "10", "memory": "1Gi"}}))
     kube.put(NODES, make_node("n1", provisioner="metrics-p", cpu="4", memory="8Gi"))
-    state = ClusterState(clock)
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
+    state = sync_from(ClusterState(clock), kube)
     CounterController(state, kube).reconcile()
     assert PROVISIONER_LIMIT.labels(resource_type="cpu", provisioner="metrics-p")._value.get() == 10.0
     assert PROVISIONER_USAGE.labels(resource_type="cpu", provisioner="metrics-p")._value.get() == 4.0

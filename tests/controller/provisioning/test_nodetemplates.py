@@ -18,13 +18,14 @@ from controller.core import labels as L
 from controller.core.quantity import int_value
 from controller.decisions import DecisionLog
 from controller.events import EventRecorder
-from controller.kube.resources import AWSNODETEMPLATES, NODES, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import AWSNODETEMPLATES, NODES, PODS, PROVISIONERS
 from controller.provisioning.controller import ProvisioningController
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.state.cluster import ClusterState
 from tests.builders.wire import make_pod, make_provisioner
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import sync_from
 
 GIB = 2**30
 M5_XLARGE = {"key": L.INSTANCE_TYPE, "operator": "In", "values": ["m5.xlarge"]}
@@ -64,8 +65,7 @@ class Env:
         self.kube.put(PROVISIONERS, make_provisioner("default", requirements=[M5_XLARGE, ON_DEMAND], **spec))
 
     def sync(self) -> None:
-        for kind in WATCHED:
-            self.state.replace(kind.name, self.kube.items(kind))
+        sync_from(self.state, self.kube)
 
     def batch(self) -> None:
         self.sync()

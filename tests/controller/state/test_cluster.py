@@ -12,13 +12,11 @@ from controller.kube.resources import CLAIMS, CSINODES, NODES, PODS, PROVISIONER
 from controller.state.cluster import ClusterState
 from tests.builders.volumes import claim, csinode, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
+from tests.fakes.world import state_of
 
 
 def synced_state(clock: FakeClock | None = None) -> ClusterState:
-    state = ClusterState(clock or FakeClock())
-    for kind in WATCHED:
-        state.replace(kind.name, [])
-    return state
+    return state_of(clock=clock)
 
 
 def test_not_synced_until_every_kind_listed() -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from controller.clock import FakeClock
-from controller.kube.resources import DAEMONSETS, NODES, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import DAEMONSETS, NODES, PODS, PROVISIONERS
 from controller.state.cluster import ClusterState
 from controller.state.schedulinginput import provisionable, provisioning_input, scheduling_input
 from tests.builders.wire import make_node, make_pod, make_provisioner
+from tests.fakes.world import state_of
 
 
 def daemonset(name: str, cpu: str = "100m", rv: str = "1") -> dict[str, object]:
@@ -20,7 +20,6 @@ def daemonset(name: str, cpu: str = "100m", rv: str = "1") -> dict[str, object]:
 
 
 def world(*, daemonsets: tuple[dict[str, object], ...] = ()) -> ClusterState:
-    state = ClusterState(FakeClock())
     objects = {
         PODS.name: [
             make_pod("pending"),
@@ -34,8 +33,7 @@ def world(*, daemonsets: tuple[dict[str, object], ...] = ()) -> ClusterState:
         DAEMONSETS.name: list(daemonsets),
     }
     objects[PROVISIONERS.name][2]["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    for kind in WATCHED:
-        state.replace(kind.name, objects.get(kind.name, []))
+    state = state_of(objects)
     state.mark_for_deletion(["going"])
     return state
 

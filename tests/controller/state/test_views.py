@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from controller.clock import FakeClock
 from controller.core import labels as L
 from controller.core.taints import Taint
-from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS, WATCHED
+from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS
 from controller.state.cluster import ClusterState
 from controller.state.views import node_view, pdb_view, pod_view, provisioner_view
 from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
+from tests.fakes.world import state_of
 
 
 def test_a_node_reads_its_capacity_taints_readiness_and_deletion() -> None:
@@ -110,10 +110,7 @@ def nested(depth: int = DEPTH) -> dict[str, Any]:
 
 
 def synced_state() -> ClusterState:
-    state = ClusterState(FakeClock())
-    for kind in WATCHED:
-        state.replace(kind.name, [])
-    return state
+    return state_of()
 
 
 def test_deep_unknown_field_under_provider_or_status_does_not_break_the_snapshot() -> None:

@@ -7,41 +7,50 @@ from dataclasses import dataclass
 from controller.clock import FakeClock
 from controller.cloudprovider.base import Instance
 from controller.core import labels as L
-from controller.decisions import DecisionLog
-from controller.events import EventRecorder
 from controller.kube.errors import TooManyRequestsError
-from controller.kube.resources import NODES, PODS, WATCHED
+from controller.kube.resources import NODES, PODS
 from controller.state.cluster import ClusterState
 from controller.termination.controller import TerminationController
 from tests.builders.wire import make_node, make_pod
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import World
 
 
 @dataclass
 class Env:
-    clock: FakeClock
-    kube: FakeKube
-    cloud: FakeCloudProvider
-    state: ClusterState
+    world: World
     ctrl: TerminationController
 
+    @property
+    def clock(self) -> FakeClock:
+        return self.world.clock
+
+    @property
+    def kube(self) -> FakeKube:
+        return self.world.kube
+
+    @property
+    def cloud(self) -> FakeCloudProvider:
+        return self.world.cloud
+
+    @property
+    def state(self) -> ClusterState:
+        return self.world.state
+
     def tick(self, seconds: float = 1.0) -> None:
-        for kind in WATCHED:
-            self.state.replace(kind.name, self.kube.items(kind))
+        self.world.sync()
         self.ctrl.reconcile()
         self.clock.step(seconds)
 
 
 def make_env(*pods: dict) -> Env:  # type: ignore[type-arg]
-    clock = FakeClock()
-    kube, cloud, state = FakeKube(clock), FakeCloudProvider(clock=clock), ClusterState(clock)
-    kube.put(NODES, make_node("n1", provider_id="fake:///z/n1"))
-    cloud.add(Instance("fake:///z/n1", "n1", "m5.large", "z", "on-demand", 0.1, "default", 0.0))
-    for pod in pods:
-        kube.put(PODS, pod)
-    ctrl = TerminationController(state, kube, cloud, clock, EventRecorder(kube, clock), DecisionLog(clock))
-    return Env(clock, kube, cloud, state, ctrl)
+    world = World.make()
+    world.put(NODES, make_node("n1", provider_id="fake:///z/n1"))
+    world.cloud.add(Instance("fake:///z/n1", "n1", "m5.large", "z", "on-demand", 0.1, "default", 0.0))
+    world.put(PODS, *pods)
+    ctrl = TerminationController(world.state, world.kube, world.cloud, world.clock, world.recorder, world.decisions)
+    return Env(world, ctrl)
 
 
 def test_a_deleted_node_is_cordoned_drained_terminated_and_released() -> None:
@@ -95,8 +104,7 @@ def test_finalizer_removal_does_not_drop_a_finalizer_added_meanwhile() -> None:
     env = make_env()
     env.cloud.instances.clear()
     env.kube.delete(NODES, "n1")
-    for kind in WATCHED:
-        env.state.replace(kind.name, env.kube.items(kind))  # our view: only karpy's finalizer
+    env.world.sync()  # our view: only karpy's finalizer
     node = env.kube.get(NODES, "n1")
     env.kube.patch(NODES, "n1", {"metadata": {"finalizers": [*node["metadata"]["finalizers"], "example.com/keep"]}})
     env.ctrl.reconcile()  # acts on the stale view: must not drop example.com/keep

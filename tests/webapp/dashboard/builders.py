@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.clock import FakeClock
-from controller.kube.resources import WATCHED
 from controller.scheduling.types import Clause
-from controller.state.cluster import ClusterState
 from tests.builders.wire import Obj
+from tests.fakes.world import state_of
 from webapp.dashboard.source import ControllerAnswers, Inputs, Sample
 
 NOW = 1_704_067_500.0  # 2024-01-01T00:05:00Z, five minutes after the builders' creationTimestamp
@@ -30,9 +29,7 @@ class FakeSource:
 
     def read(self) -> Inputs:
         self.reads += 1
-        state = ClusterState(FakeClock(NOW))
-        for kind in WATCHED:
-            state.replace(kind.name, list(self.objects.get(kind.name, ())))
+        state = state_of(self.objects, FakeClock(NOW))
         return Inputs(state.snapshot(), self.answers, self.history, self.problem)
 
     def ask(self, path: str, timeout: float) -> tuple[int, Any]:

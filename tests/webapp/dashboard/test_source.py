@@ -10,8 +10,8 @@ import pytest
 from controller.clock import FakeClock
 from controller.decisions import LAUNCHED, Decision, DecisionLog
 from controller.httpserver import ControllerHTTPServer
-from controller.kube.resources import WATCHED
 from localcluster.procs import free_port
+from tests.fakes.world import feed
 from webapp.dashboard.common import cluster_cost
 from webapp.dashboard.reader import ControllerAPI, ControllerError
 from webapp.dashboard.source import SAMPLE_SECONDS, DashboardSource, ask_controller
@@ -71,8 +71,7 @@ def test_answers_are_cached_and_history_sampled(controller: tuple[str, dict[str,
     url, calls = controller
     clock = FakeClock()
     source = DashboardSource(None, ControllerAPI(url), clock, cluster_cost, cache_seconds=2)
-    for kind in WATCHED:
-        source.state.replace(kind.name, [])
+    feed(source.state)
     first = source.read()
     source.read()
     assert calls["nodes"] == 1 and first.problem.startswith("no Kubernetes API is configured")

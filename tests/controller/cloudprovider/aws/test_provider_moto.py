@@ -14,12 +14,13 @@ from controller.cloudprovider.errors import NodeNotFoundError
 from controller.core import labels as L
 from controller.decisions import DecisionLog
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
-from controller.kube.resources import NODES, WATCHED
+from controller.kube.resources import NODES
 from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
 from tests.builders.wire import make_node
 from tests.controller.cloudprovider.aws.builders import CLUSTER, make_provider, make_request, make_template
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import sync_from
 from tests.support.moto import MotoServer
 
 
@@ -174,8 +175,7 @@ def test_after_a_restart_gc_deletes_the_node_whose_instance_ec2_shows_terminated
     for inst in (dead, live):
         kube.put(NODES, make_node(inst.name, provider_id=inst.provider_id, finalizers=()))
     kube.put(NODES, make_node("elsewhere", provider_id="aws:///us-east-1a/i-0123456789abcdef0", finalizers=()))
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
+    sync_from(state, kube)
     result = GarbageCollectionController(state, kube, env.provider, env.clock, DecisionLog(env.clock)).reconcile()
     assert result.orphan_nodes == (dead.name,) and result.unconfirmed_nodes == ("elsewhere",)
     assert sorted(n["metadata"]["name"] for n in kube.items(NODES)) == sorted([live.name, "elsewhere"])
