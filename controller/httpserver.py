@@ -98,7 +98,7 @@ def _route(prefixes: Mapping[str, Routed], path: str) -> tuple[Routed, str] | No
     """The handler whose prefix `path` starts with, and the (URL-decoded) rest of the path."""
     for prefix, handler in prefixes.items():
         if path.startswith(prefix) and len(path) > len(prefix):
-            return handler, unquote(path[len(prefix):])
+            return handler, unquote(path[len(prefix) :])
     return None
 
 

@@ -136,9 +136,7 @@ class Explainer:
         if view is None:
             return 404, {"error": f"pod {key} not found"}
         out: dict[str, Any] = {"pod": key, "time": format_timestamp(snap.now), "node": view.node_name}
-        out["status"] = (
-            "bound" if view.node_name else "pending" if view.provisionable else "waiting for kube-scheduler"
-        )
+        out["status"] = "bound" if view.node_name else "pending" if view.provisionable else "waiting for kube-scheduler"
         out["lastEvaluation"] = self._last_evaluation(key)
         request = view.request
         if request is None:
