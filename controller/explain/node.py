@@ -23,7 +23,7 @@ from controller.deprovisioning.consolidation import compute_consolidation, conso
 from controller.deprovisioning.outlook import _not_candidate_reason
 from controller.deprovisioning.simulation import simulate
 from controller.deprovisioning.types import Inputs, Scheduler
-from controller.scheduling.types import NewNode
+from controller.scheduling.types import NewNode, Reason
 from controller.state.snapshot import NodeView
 
 PDB = "pdb"
@@ -36,13 +36,17 @@ CONSOLIDATION_DISABLED = "consolidation-disabled"
 DELETING = "deleting"
 NOT_CANDIDATE = "not-candidate"
 
-LIMIT_TEXT = "limits would be exceeded"  # the scheduler's limit clause (`scheduling/reasons.py`)
+LIMIT_TEXT = "limits would be exceeded"  # the limit clause's text (`scheduling/reasons.py`)
 VOLUME_TEXTS = ("volume", "persistentvolumeclaim")  # the volume clauses (`scheduling/volumes.py`)
 
 
-def reason_kind(why: str) -> str:
-    """The blocker category of the scheduler's reason for a pod that would not schedule."""
-    if LIMIT_TEXT in why:
+def reason_kind(why: str, reason: Reason | None = None) -> str:
+    """The blocker category of the scheduler's reason for a pod that would not schedule: its
+    clauses' stages when the scheduler explained it (`Reason`), else its text."""
+    if reason is not None and reason.clauses:
+        if all("limits" in c.stages for c in reason.clauses):
+            return LIMITS
+    elif LIMIT_TEXT in why:
         return LIMITS
     if any(text in why for text in VOLUME_TEXTS):
         return VOLUME
@@ -178,7 +182,7 @@ def explain_node(inputs: Inputs, name: str, scheduler: Scheduler) -> NodeExplana
         placed.update({p.key: Destination(p.key, new_node=i) for p in new.pods if p.key in moving})
     for key, why in sorted(sim.errors.items()):
         placed.pop(key, None)
-        blockers.append(Blocker(reason_kind(why), why, key))
+        blockers.append(Blocker(reason_kind(why, sim.result.reasons.get(key)), why, key))
     result = compute_consolidation(inputs, [cand], scheduler)
     command = result.command if not blockers else None
     why_not = "; ".join(b.message for b in blockers) if blockers else result.why_not

@@ -95,7 +95,9 @@ def per_provisioner(world: World, pod: PodRequest, scheduler: Scheduler) -> list
             )
         )  # fmt: skip
         if pod.key in result.unschedulable:
-            out.append({**entry, "outcome": "rejected", "reason": result.unschedulable[pod.key]})
+            reason = result.reasons.get(pod.key)
+            stages = sorted({s for c in reason.clauses for s in c.stages}) if reason is not None else []
+            out.append({**entry, "outcome": "rejected", "reason": result.unschedulable[pod.key], "stages": stages})
         elif result.new_nodes:
             new = result.new_nodes[0]
             out.append({**entry, "outcome": "would-launch", **_launch(new), "fits": fitting_types(new)})
