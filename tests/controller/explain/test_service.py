@@ -93,7 +93,7 @@ def test_explain_pod_gives_the_last_evaluation_and_each_provisioners_reason(serv
     reasons = {p["provisioner"]: p["reason"] for p in answer["provisioners"]}
     assert '"team"' in reasons["default"]
     assert "nvidia.com/gpu=true:NoSchedule not tolerated" in reasons["gpu"]
-    assert {p["provisioner"]: p["stages"] for p in answer["provisioners"]}["gpu"] == ["taints"]
+    assert {p["provisioner"]: p["stages"] for p in answer["provisioners"]}["gpu"] == ["requirements", "taints"]
     assert answer["now"]["unschedulable"][0]["pod"] == "default/waiting"
 
 
