@@ -149,6 +149,8 @@ def make_aws_provider(settings: Settings, clock: Clock) -> CloudProvider:
         tags=tags,
         node_label=settings.aws_node_label,
         isolated_vpc=settings.aws_isolated_vpc,
+        ownership_tag=settings.aws_ownership_tag,
+        launch_template_ttl=settings.aws_launch_template_ttl_seconds,
     )
     api = AWSApi(Boto3Transport(settings.aws_region, settings.aws_endpoint_url or None))
     return AWSCloudProvider(api, aws, clock, prices, ice_ttl=settings.ice_ttl_seconds)
@@ -266,7 +268,9 @@ def _aws_jobs(
         api = cloud.api  # type: ignore[attr-defined]
         queue = InterruptionQueue(api, settings.aws_interruption_queue)
         unavailable = cloud.unavailable  # type: ignore[attr-defined]
-        interruption = InterruptionController(state, kube, queue, recorder, decisions, unavailable.mark)
+        interruption = InterruptionController(
+            state, kube, queue, recorder, decisions, unavailable.mark, owns=cloud.has_seen  # type: ignore[attr-defined]
+        )
         jobs += [Job(interruption, 1.0, needs_cloud=True), Job(Replacements(interruption), 1.0, needs_cloud=True)]
     return jobs
 

@@ -43,6 +43,14 @@ class Settings:
     aws_isolated_vpc: bool = _f(False, "no pricing API calls (the price file is used)")
     aws_node_label: str = _f("", "label key=value every launched node carries (e.g. kwok's, for tests)")
     aws_tags: str = _f("", "JSON object of tags on every instance, volume and launch template")
+    aws_ownership_tag: str = _f(
+        "karpy.sh/managed-by",
+        "key of the tag (value: the cluster name) karpy puts on its instances, launch templates and fleets; "
+        "garbage collection, launch-template cleanup and interruption handling touch only resources carrying it",
+    )
+    aws_launch_template_ttl_seconds: float = _f(
+        300.0, "a launch template karpy created and has not used for this long is deleted"
+    )
     batch_idle_seconds: float = _f(1.0, "provisioning window closes after this long without new pods")
     batch_max_seconds: float = _f(10.0, "provisioning window closes after this long at most")
     bind_pods: bool = _f(True, "bind provisioned pods to their new node (off: kube-scheduler binds)")
@@ -114,6 +122,9 @@ class Settings:
             raise ValueError(f"cloud-provider: must be simulated or aws, not {settings.cloud_provider!r}")
         if settings.aws_tags:
             settings.tags()  # raises naming the flag
+        owner = settings.aws_ownership_tag
+        if not owner.strip() or owner.lower().startswith("aws:"):
+            raise ValueError(f"aws-ownership-tag: must be a tag key not starting with aws:, not {owner!r}")
         if settings.cloud_provider == "aws" and not settings.aws_region:
             raise ValueError("aws-region: required with --cloud-provider aws (or set AWS_REGION)")
         return settings

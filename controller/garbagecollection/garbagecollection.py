@@ -124,7 +124,9 @@ class GarbageCollectionController:
         self._seen_alive.update(i.provider_id for i in instances)
         for name in todo.unconfirmed_nodes:
             if name not in self._reported:
-                log.warning("node %s has no instance, and none was ever seen for it: leaving it", name)
+                log.warning(
+                    "node %s has no instance of karpy's (none seen, or not launched by karpy): leaving it", name
+                )
         self._reported = set(todo.unconfirmed_nodes)
         for inst in todo.leaked_instances:
             if not terminate_instance(self.cloud, inst.provider_id, f"terminating leaked instance {inst.provider_id}"):

@@ -12,6 +12,9 @@
   `interruption.replacements`, every second) decides; a node with nothing to move goes at once.
   The wait lives in this controller's memory: after a failover the cordoned node stays until
   EC2 reclaims it and garbage collection removes it.
+Only karpy's instances are handled: `owns(provider_id)` (the AWS provider's `has_seen`, which
+requires karpy's ownership tag) must confirm the node's instance, so an event for an instance
+Karpenter launched (its Node carries the same labels during a migration) is left to Karpenter.
 Deletion comes with a `NodeTerminatingOnInterruption` event and
 `karpenter_nodes_terminated{reason="interruption"}`. A rebalance recommendation is an event
 only. Every message is deleted once handled; a malformed one is logged and deleted.
@@ -78,8 +81,10 @@ class InterruptionController:
         decisions: DecisionLog,
         mark_unavailable: Callable[[str, str, str], None] | None = None,
         replacement_wait: float = REPLACEMENT_WAIT_SECONDS,
+        owns: Callable[[str], bool] | None = None,
     ) -> None:
         self.state, self.kube, self.queue = state, kube, queue
+        self._owns = owns
         self.recorder, self.decisions = recorder, decisions
         self._mark = mark_unavailable
         self.replacement_wait = replacement_wait
@@ -147,7 +152,7 @@ class InterruptionController:
         out = []
         for instance_id in msg.instance_ids:
             node = _node_of(snap.nodes.values(), instance_id)
-            if node is None:
+            if node is None or not self._is_ours(node):
                 continue
             reason, text = REASONS.get(msg.kind, ("", ""))
             if msg.kind == "state-change":
@@ -165,6 +170,18 @@ class InterruptionController:
             elif self._delete(node, msg.kind, instance_id, f"{msg.kind} of {instance_id}"):
                 out.append(node.name)
         return out
+
+    def _is_ours(self, node: NodeView) -> bool:
+        if self._owns is None:
+            return True
+        try:
+            mine = self._owns(node.provider_id)
+        except CloudProviderError as err:
+            log.warning("checking the owner of node %s's instance: %s", node.name, err)
+            return False
+        if not mine:
+            log.info("node %s: its instance was not launched by karpy, leaving its interruption alone", node.name)
+        return mine
 
     def _replace_first(self, node: NodeView, instance_id: str, now: float) -> None:
         with self._lock:

@@ -36,3 +36,9 @@ def test_kubeconfig_falls_back_to_KUBECONFIG() -> None:
 def test_bad_values_name_the_setting(env: dict[str, str], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         Settings.from_args(parse(), environ=env)
+
+
+@pytest.mark.parametrize("value", ["", "  ", "aws:owner"])
+def test_an_unusable_ownership_tag_is_refused(value: str) -> None:
+    with pytest.raises(ValueError, match="aws-ownership-tag"):
+        Settings.from_args(parse(), environ={"KARPY_AWS_OWNERSHIP_TAG": value})

@@ -7,7 +7,8 @@ dearer than the cheapest on-demand offering is dropped); spot whenever allowed a
 on-demand; per zone the subnet with the most free IPs; types cheapest first, at most 60, and up
 to 60 (type, zone → subnet) overrides. `fleet_request(...)` is the `CreateFleet` parameters
 (`instant`, capacity 1, `price-capacity-optimized` for spot, `lowest-price` for on-demand, tags
-on instance, volume and fleet); `instance_tags(...)` the tags every instance carries.
+on instance, volume and fleet); `instance_tags(...)` the tags every instance carries, ending
+with karpy's ownership tag (`OWNERSHIP_TAG`, configurable, value the cluster name).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ ICE_CODES = frozenset(
     }
 )
 DISCOVERY_TAG = "karpenter.sh/discovery"
+OWNERSHIP_TAG = "karpy.sh/managed-by"  # the default key of karpy's ownership tag (value: the cluster name)
 
 
 @dataclass(frozen=True)
@@ -103,9 +105,15 @@ def _exotic(it: InstanceType) -> bool:
 
 
 def instance_tags(
-    cluster: str, provisioner: str, global_tags: Mapping[str, str], template_tags: Mapping[str, str]
+    cluster: str,
+    provisioner: str,
+    global_tags: Mapping[str, str],
+    template_tags: Mapping[str, str],
+    ownership_tag: str = OWNERSHIP_TAG,
 ) -> dict[str, str]:
-    """karpy's tags < the global tags < the node template's (later wins)."""
+    """Karpenter's tags < the global tags < the node template's (later wins) < karpy's ownership
+    tag, which no user tag can change: it is how karpy tells its resources from Karpenter's, which
+    carry the same Karpenter tags (`kubernetes.io/cluster/<cluster>`, `karpenter.sh/provisioner-name`)."""
     return {
         "Name": f"{L.PROVISIONER_NAME}/{provisioner}",
         f"kubernetes.io/cluster/{cluster}": "owned",
@@ -113,6 +121,7 @@ def instance_tags(
         DISCOVERY_TAG: cluster,
         **global_tags,
         **template_tags,
+        ownership_tag: cluster,
     }
 
 

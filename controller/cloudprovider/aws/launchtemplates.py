@@ -4,8 +4,11 @@
 security groups, instance profile, block device mappings (sizes rounded up to GiB), metadata
 options (IMDSv2 required, hop limit 2 by default), detailed monitoring. Its name is
 `karpy/<hash of the data>`, so equal configurations share one template. `LaunchTemplates`
-keeps the ones in use: `ensure()` describes or creates (tagged with the cluster), `hydrate()`
-re-discovers the cluster's templates at start, `cleanup()` deletes those unused for `ttl`.
+keeps the ones in use: `ensure()` describes or creates (tagged with the cluster and karpy's
+ownership tag), `hydrate()` re-discovers karpy's templates of the cluster at start, `cleanup()`
+deletes those unused for `ttl`. Karpenter tags its templates `karpenter.k8s.aws/cluster` too
+(named `karpenter.k8s.aws/<hash>`): only a `karpy/` template carrying karpy's ownership tag is
+ever hydrated, and only those are ever deleted.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import block_devices, volume_gib
 from controller.cloudprovider.aws.api import AWSApi, AWSError
+from controller.cloudprovider.aws.fleet import OWNERSHIP_TAG
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +111,17 @@ def template_name(data: Mapping[str, Any], tags: Mapping[str, str]) -> str:
 
 
 class LaunchTemplates:
-    def __init__(self, api: AWSApi, clock: Clock, cluster: str, ttl: float = UNUSED_SECONDS) -> None:
+    def __init__(
+        self,
+        api: AWSApi,
+        clock: Clock,
+        cluster: str,
+        ownership_tag: str = OWNERSHIP_TAG,
+        ttl: float = UNUSED_SECONDS,
+    ) -> None:
         self._api, self._clock, self._cluster, self._ttl = api, clock, cluster, ttl
-        self._used: dict[str, float] = {}  # name → last used
+        self._ownership_tag = ownership_tag
+        self._used: dict[str, float] = {}  # name → last used (karpy's templates only)
         self._lock = threading.Lock()
 
     def known(self) -> list[str]:
@@ -122,13 +134,20 @@ class LaunchTemplates:
             "describe_launch_templates",
             "LaunchTemplates",
             f"cluster {self._cluster}",
-            Filters=[{"Name": f"tag:{CLUSTER_TAG}", "Values": [self._cluster]}],
+            Filters=[{"Name": f"tag:{self._ownership_tag}", "Values": [self._cluster]}],
         )
+        mine = [lt["LaunchTemplateName"] for lt in found if self._ours(lt)]
         now = self._clock.now()
         with self._lock:
-            for lt in found:
-                self._used.setdefault(lt["LaunchTemplateName"], now)
-        return len(found)
+            for name in mine:
+                self._used.setdefault(name, now)
+        return len(mine)
+
+    def _ours(self, lt: Mapping[str, Any]) -> bool:
+        tags = {t["Key"]: t["Value"] for t in lt.get("Tags") or []}
+        return str(lt.get("LaunchTemplateName", "")).startswith(NAME_PREFIX) and (
+            tags.get(self._ownership_tag) == self._cluster
+        )
 
     def ensure(self, data: Mapping[str, Any], tags: Mapping[str, str]) -> str:
         name = template_name(data, tags)
@@ -142,7 +161,8 @@ class LaunchTemplates:
         except AWSError as err:
             if "NotFound" not in err.code:
                 raise
-            lt_tags = [{"Key": k, "Value": v} for k, v in sorted({**tags, CLUSTER_TAG: self._cluster}.items())]
+            owned = {**tags, CLUSTER_TAG: self._cluster, self._ownership_tag: self._cluster}
+            lt_tags = [{"Key": k, "Value": v} for k, v in sorted(owned.items())]
             self._api.call(
                 "ec2",
                 "create_launch_template",
@@ -165,7 +185,7 @@ class LaunchTemplates:
         """Delete the templates unused for `ttl` (ones in use by instances stay valid for them)."""
         now = self._clock.now()
         with self._lock:
-            stale = [n for n, used in self._used.items() if now - used >= self._ttl]
+            stale = [n for n, used in self._used.items() if now - used >= self._ttl and n.startswith(NAME_PREFIX)]
         deleted = []
         for name in stale:
             try:

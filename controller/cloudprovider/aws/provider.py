@@ -17,6 +17,12 @@ Provider IDs are `aws:///<zone>/<instance-id>`; the node name is the private DNS
 Drift (`is_drifted`, spec §6.5): the instance as DescribeInstances reports it against what its
 node template selects now — the AMI the resolver picks for its type, the subnets and the
 security groups (`cloudprovider/drift.py`); a template with `launchTemplate` drifts by subnet only.
+
+Ownership (issue 19): Karpenter v0.31 puts the same Karpenter tags on *its* instances, so karpy
+also tags what it launches (instances, volumes, fleets, launch templates) with its ownership tag
+(`AWSSettings.ownership_tag`, default `karpy.sh/managed-by`, value the cluster name). `list()`,
+`get()`, `has_seen()` (garbage collection's and interruption handling's proof) and launch
+template hydration and cleanup only ever see resources carrying it.
 """
 
 from __future__ import annotations
@@ -33,9 +39,9 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import family_of
 from controller.cloudprovider.aws.api import AWSApi, AWSError
-from controller.cloudprovider.aws.fleet import ICE_CODES, Plan, fleet_request, instance_tags, plan_launch
+from controller.cloudprovider.aws.fleet import ICE_CODES, OWNERSHIP_TAG, Plan, fleet_request, instance_tags, plan_launch
 from controller.cloudprovider.aws.instancetypes import GPU_RESOURCES, NEURON, instance_type, usable
-from controller.cloudprovider.aws.launchtemplates import LaunchTemplates, launch_template_data
+from controller.cloudprovider.aws.launchtemplates import UNUSED_SECONDS, LaunchTemplates, launch_template_data
 from controller.cloudprovider.aws.pricing import Prices
 from controller.cloudprovider.aws.resolver import Resolver, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
@@ -68,6 +74,8 @@ class AWSSettings:
     node_name_convention: str = "ip-name"  # or resource-name
     eni_limited_pod_density: bool = True
     isolated_vpc: bool = False  # no pricing API
+    ownership_tag: str = OWNERSHIP_TAG  # key of the tag (value: cluster_name) on everything karpy creates
+    launch_template_ttl: float = UNUSED_SECONDS  # a launch template unused this long is deleted
 
 
 def provider_id(zone: str, instance_id: str) -> str:
@@ -107,13 +115,16 @@ class AWSCloudProvider:
         self.prices = prices or Prices(settings.region)
         self.unavailable = UnavailableOfferings(clock, ice_ttl)
         self.resolver = Resolver(api, clock, settings.kubernetes_version)
-        self.launch_templates = LaunchTemplates(api, clock, settings.cluster_name)
+        self.launch_templates = LaunchTemplates(
+            api, clock, settings.cluster_name, settings.ownership_tag, settings.launch_template_ttl
+        )
         self._catalog: _Catalog | None = None
         self._prices_at: float | None = None
         self._built: dict[tuple[Any, ...], tuple[InstanceType, ...]] = {}
         self._shaped: list[tuple[tuple[Any, ...], Any, Any, tuple[InstanceType, ...]]] = []
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
+        self._foreign: set[str] = set()  # instance IDs seen without karpy's ownership tag
 
     # Background refresh ---------------------------------------------------------------------
 
@@ -254,7 +265,10 @@ class AWSCloudProvider:
         raise InsufficientCapacityError(f"all requested instance types were unavailable during launch: {detail}")
 
     def _fleet(self, request: NodeRequest, template: AWSNodeTemplate, plan: Plan) -> Instance | list[str]:
-        tags = instance_tags(self.settings.cluster_name, request.provisioner, self.settings.tags, template.tags)
+        tags = instance_tags(
+            self.settings.cluster_name, request.provisioner, self.settings.tags, template.tags,
+            self.settings.ownership_tag,
+        )  # fmt: skip
         configs: dict[str, list[dict[str, str]]] = {}
         by_override: dict[tuple[str, str], tuple[InstanceType, Any]] = {}
         if template.launch_template:
@@ -457,30 +471,43 @@ class AWSCloudProvider:
         return next((d for d in found if d is not None), None)
 
     def has_seen(self, provider_id: str) -> bool:
-        """Whether EC2 still has a record of this instance as one of this cluster's (garbage
-        collection's proof that a node's missing instance existed: EC2 keeps terminated instances,
-        tags included, for about an hour). An ID EC2 does not know proves nothing — it may be a
-        different account or region — so the node is left alone."""
-        raw = self._describe(instance_id_of(provider_id))
-        return raw is not None and self._ours(raw)
+        """Whether EC2 still has a record of this instance as one karpy launched for this cluster
+        (garbage collection's proof that a node's missing instance existed — EC2 keeps terminated
+        instances, tags included, for about an hour — and interruption handling's check that an
+        event's instance is karpy's). An ID EC2 does not know proves nothing — it may be a
+        different account or region — and an instance without karpy's ownership tag (Karpenter's,
+        during a migration) is not karpy's: both answer False. A foreign answer is remembered, so
+        a node of Karpenter's costs one DescribeInstances, not one per pass."""
+        instance_id = instance_id_of(provider_id)
+        with self._lock:
+            if instance_id in self._foreign:
+                return False
+        raw = self._describe(instance_id)
+        if raw is None:
+            return False
+        if not self._ours(raw):
+            with self._lock:
+                self._foreign.add(instance_id)
+            return False
+        return True
 
     def _ours(self, raw: Mapping[str, Any]) -> bool:
         tags = {t["Key"]: t["Value"] for t in raw.get("Tags") or []}
-        return tags.get(f"kubernetes.io/cluster/{self.settings.cluster_name}") == "owned" and L.PROVISIONER_NAME in tags
+        return tags.get(self.settings.ownership_tag) == self.settings.cluster_name
 
     def list(self) -> list[Instance]:
+        """The live instances carrying karpy's ownership tag for this cluster (nothing else)."""
         reservations = self.api.pages(
             "ec2",
             "describe_instances",
             "Reservations",
             f"cluster {self.settings.cluster_name}",
             Filters=[
-                {"Name": f"tag:kubernetes.io/cluster/{self.settings.cluster_name}", "Values": ["owned"]},
-                {"Name": "tag-key", "Values": [L.PROVISIONER_NAME]},
+                {"Name": f"tag:{self.settings.ownership_tag}", "Values": [self.settings.cluster_name]},
                 {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
             ],
         )
-        return [self._instance(i, None) for r in reservations for i in r.get("Instances") or []]
+        return [self._instance(i, None) for r in reservations for i in r.get("Instances") or [] if self._ours(i)]
 
 
 def _has_gpu(it: InstanceType) -> bool:

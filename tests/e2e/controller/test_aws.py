@@ -4,7 +4,10 @@ The controller talks to a real moto_server (boto3 over HTTP) and the real local 
 pending pods → CreateFleet on moto → a Node with the `aws:///<zone>/<id>` provider ID, which kwok
 manages through the `--aws-node-label` → pods Running; a spot interruption warning sent through
 EventBridge (rule → SQS queue) drains its node and the pods run elsewhere; a leaked instance
-tagged for the cluster is garbage-collected; scaling to zero terminates the moto instances.
+of karpy's is garbage-collected; scaling to zero terminates the moto instances. Beside Karpenter
+(issue 19): its instance and launch template, with Karpenter's tags and no Node yet, survive many
+garbage-collection and launch-template-cleanup periods while karpy's own leak and unused
+template are collected.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ import pytest
 
 from controller.clock import SystemClock
 from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
+from controller.cloudprovider.aws.fleet import OWNERSHIP_TAG
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
 from controller.core import labels as L
 from controller.kube.resources import AWSNODETEMPLATES
 from tests.controller.cloudprovider.aws.builders import DISCOVERY, Account, make_account
-from tests.e2e.controller.conftest import KarpyEnv, wait_for
+from tests.controller.cloudprovider.aws.test_provider_moto import karpenter_instance, karpenter_launch_template
+from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
 from tests.e2e.deprovisioning.conftest import FAST
 from tests.support.moto import REGION, MotoServer
 
@@ -54,8 +59,8 @@ def aws(karpy: KarpyEnv, moto_server: MotoServer) -> Iterator[tuple[Account, AWS
         karpy.kube.delete(AWSNODETEMPLATES, "default")
 
 
-def start(karpy: KarpyEnv, moto: MotoServer) -> None:
-    karpy.start(
+def start(karpy: KarpyEnv, moto: MotoServer, *extra: str) -> Controller:
+    return karpy.start(
         "replica-a",
         *FAST,
         "--cloud-provider",
@@ -74,6 +79,7 @@ def start(karpy: KarpyEnv, moto: MotoServer) -> None:
         "1",
         "--gc-leak-seconds",
         "5",
+        *extra,
     )
 
 
@@ -125,10 +131,11 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
     wait_for(lambda: victim_pid not in {i.provider_id for i in cloud.list()}, 30, "the interrupted instance gone")
     assert any(e["reason"] == "NodeTerminatingOnInterruption" for e in karpy.events("NodeTerminatingOnInterruption"))
 
-    # a leaked instance tagged for this cluster is terminated
+    # a leaked instance of karpy's (its ownership tag, for this cluster) is terminated
     tags = [
         {"Key": f"kubernetes.io/cluster/{karpy.namespace}", "Value": "owned"},
         {"Key": L.PROVISIONER_NAME, "Value": "default"},
+        {"Key": OWNERSHIP_TAG, "Value": karpy.namespace},
     ]
     leaked = ec2.run_instances(
         ImageId=account.amd64_ami,
@@ -143,3 +150,51 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
     karpy.scale("web", 0)
     wait_for(lambda: not karpy.nodes(), 90, "every node deleted")
     wait_for(lambda: not cloud.list(), 30, "every moto instance terminated")
+
+
+def gc_passes(ctrl: Controller) -> float:
+    for line in str(ctrl.get("/metrics")).splitlines():
+        if line.startswith('controller_runtime_reconcile_total{controller="garbagecollection",result="success"}'):
+            return float(line.rsplit(" ", 1)[-1])
+    return 0.0
+
+
+def test_karpenters_instance_and_launch_template_survive_while_karpys_leaks_are_collected(
+    karpy: KarpyEnv, moto_server: MotoServer, aws: tuple[Account, AWSCloudProvider]
+) -> None:
+    account, cloud = aws
+    ec2 = moto_server.client("ec2")
+    karpenters = karpenter_instance(moto_server, account.amd64_ami, karpy.namespace)
+    karpenter_lt = karpenter_launch_template(moto_server, account.amd64_ami, karpy.namespace)
+    ours = [
+        {"Key": f"kubernetes.io/cluster/{karpy.namespace}", "Value": "owned"},
+        {"Key": L.PROVISIONER_NAME, "Value": "default"},
+        {"Key": OWNERSHIP_TAG, "Value": karpy.namespace},
+    ]
+    (leak,) = ec2.run_instances(
+        ImageId=account.amd64_ami, MinCount=1, MaxCount=1, InstanceType="m5.large",
+        TagSpecifications=[{"ResourceType": "instance", "Tags": ours}],
+    )["Instances"]  # fmt: skip
+    karpy_lt = "karpy/0123456789abcdef0123"  # left by an earlier karpy, unused since
+    ec2.create_launch_template(
+        LaunchTemplateName=karpy_lt, LaunchTemplateData={"ImageId": account.amd64_ami},
+        TagSpecifications=[{"ResourceType": "launch-template",
+                            "Tags": [{"Key": "karpenter.k8s.aws/cluster", "Value": karpy.namespace},
+                                     {"Key": OWNERSHIP_TAG, "Value": karpy.namespace}]}],
+    )  # fmt: skip
+    ctrl = start(karpy, moto_server, "--aws-launch-template-ttl-seconds", "2")
+
+    def state(instance_id: str) -> str:
+        found = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+        return str(found["State"]["Name"])
+
+    def templates() -> set[str]:
+        return {lt["LaunchTemplateName"] for lt in ec2.describe_launch_templates()["LaunchTemplates"]}
+
+    wait_for(lambda: state(leak["InstanceId"]) == "terminated", 60, "karpy's leaked instance terminated")
+    wait_for(lambda: karpy_lt not in templates(), 60, "karpy's unused launch template deleted")
+    passes = gc_passes(ctrl)
+    wait_for(lambda: gc_passes(ctrl) >= passes + 5, 60, "five more garbage-collection passes")
+    assert state(karpenters) == "running"
+    assert karpenter_lt in templates()
+    assert [i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()] == []

@@ -57,6 +57,10 @@ def test_fleet_request_and_tags() -> None:
     tags = instance_tags("prod", "default", {"team": "x", "env": "a"}, {"env": "b"})
     assert tags["Name"] == "karpenter.sh/provisioner-name/default" and tags["kubernetes.io/cluster/prod"] == "owned"
     assert tags["karpenter.sh/discovery"] == "prod" and tags["env"] == "b" and tags["team"] == "x"
+    assert tags["karpy.sh/managed-by"] == "prod"
+    # no user tag can take karpy's ownership tag away (nor forge it for another cluster)
+    forged = instance_tags("prod", "default", {"karpy.sh/managed-by": "x"}, {"own": "1"}, ownership_tag="own")
+    assert forged["own"] == "prod" and forged["karpy.sh/managed-by"] == "x"
     params = fleet_request("on-demand", {"karpy/1": [{"InstanceType": "a.large"}]}, tags, context="ctx")
     assert params["Type"] == "instant" and params["Context"] == "ctx"
     assert params["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"} and "SpotOptions" not in params

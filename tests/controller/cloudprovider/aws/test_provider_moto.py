@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import time
 
 import pytest
 
+from controller.cloudprovider.aws.fleet import OWNERSHIP_TAG
 from controller.cloudprovider.aws.launchtemplates import CLUSTER_TAG
 from controller.cloudprovider.aws.provider import instance_id_of
 from controller.cloudprovider.aws.resolver import ResolutionError
@@ -100,9 +102,12 @@ def test_launch_creates_a_tagged_fleet_instance_and_reuses_its_launch_template(m
     tags = {t["Key"]: t["Value"] for t in raw["Tags"]}
     assert tags[L.PROVISIONER_NAME] == "default" and tags["karpenter.sh/discovery"] == CLUSTER
     assert tags[f"kubernetes.io/cluster/{CLUSTER}"] == "owned" and tags["team"] == "infra"
-    assert tags["Name"] == "karpenter.sh/provisioner-name/default"
+    assert tags["Name"] == "karpenter.sh/provisioner-name/default" and tags[OWNERSHIP_TAG] == CLUSTER
     lts = ec2.describe_launch_templates()["LaunchTemplates"]
     assert len(lts) == 2 and all({"Key": CLUSTER_TAG, "Value": CLUSTER} in lt["Tags"] for lt in lts)
+    assert all({"Key": OWNERSHIP_TAG, "Value": CLUSTER} in lt["Tags"] for lt in lts)
+    (fleet_obj,) = ec2.describe_fleets()["Fleets"]
+    assert {"Key": OWNERSHIP_TAG, "Value": CLUSTER} in fleet_obj["Tags"]
     data = ec2.describe_launch_template_versions(LaunchTemplateName=lts[0]["LaunchTemplateName"])
     lt_data = data["LaunchTemplateVersions"][0]["LaunchTemplateData"]
     assert lt_data["MetadataOptions"]["HttpTokens"] == "required"
@@ -160,6 +165,75 @@ def test_has_seen_confirms_a_terminated_instance_of_the_cluster_only(moto_server
     ec2.terminate_instances(InstanceIds=[foreign["InstanceId"]])
     assert not env.provider.has_seen(f"aws:///us-east-1a/{foreign['InstanceId']}")  # not this cluster's
     assert not env.provider.has_seen("aws:///us-east-1a/i-0123456789abcdef0")  # unknown proves nothing
+    karpenters = karpenter_instance(moto_server, env.account.amd64_ami)
+    assert not env.provider.has_seen(f"aws:///us-east-1a/{karpenters}")  # Karpenter's: not karpy's
+    describes = len(env.transport.named("describe_instances"))
+    assert not env.provider.has_seen(f"aws:///us-east-1a/{karpenters}")
+    assert len(env.transport.named("describe_instances")) == describes  # a foreign instance is remembered
+
+
+def karpenter_instance(moto: MotoServer, ami: str, cluster: str = CLUSTER) -> str:
+    """An instance as Karpenter v0.31 tags its own: every Karpenter tag, no karpy ownership tag."""
+    tags = [
+        {"Key": "Name", "Value": "karpenter.sh/provisioner-name/default"},
+        {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"},
+        {"Key": L.PROVISIONER_NAME, "Value": "default"},
+        {"Key": "karpenter.sh/managed-by", "Value": cluster},
+        {"Key": "karpenter.sh/discovery", "Value": cluster},
+    ]
+    (inst,) = moto.client("ec2").run_instances(
+        ImageId=ami, MinCount=1, MaxCount=1, InstanceType="m5.large",
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )["Instances"]  # fmt: skip
+    return str(inst["InstanceId"])
+
+
+def karpenter_launch_template(moto: MotoServer, ami: str, cluster: str = CLUSTER) -> str:
+    """A launch template as Karpenter names and tags its own."""
+    name = "karpenter.k8s.aws/4421785093862152727"
+    moto.client("ec2").create_launch_template(
+        LaunchTemplateName=name, LaunchTemplateData={"ImageId": ami},
+        TagSpecifications=[{"ResourceType": "launch-template", "Tags": [{"Key": CLUSTER_TAG, "Value": cluster}]}],
+    )  # fmt: skip
+    return name
+
+
+def test_karpenters_instances_and_launch_templates_are_never_karpys(moto_server: MotoServer) -> None:
+    """Beside Karpenter (a migration): list, get, garbage collection and launch-template cleanup
+    see only what carries karpy's ownership tag; karpy's own leak and unused template still go."""
+    env = make_provider(moto_server)
+    template = make_template()
+    types = env.provider.get_instance_types(None, template)
+    karpenters = karpenter_instance(moto_server, env.account.amd64_ami)
+    karpenter_lt = karpenter_launch_template(moto_server, env.account.amd64_ami)
+    leak = env.provider.create(make_request(types, ["m5.large"], template))
+    assert [i.provider_id for i in env.provider.list()] == [leak.provider_id]
+    env.clock.step(time.time() - env.clock.now())  # moto's launch times are real times
+    with pytest.raises(NodeNotFoundError):
+        env.provider.get(f"aws:///us-east-1a/{karpenters}")
+    # after a restart karpy re-discovers its own templates only
+    fresh = make_provider(moto_server).provider
+    assert fresh.launch_templates.hydrate() == 1
+    assert all(n.startswith("karpy/") for n in fresh.launch_templates.known())
+    kube, state = FakeKube(env.clock), ClusterState(env.clock)
+    for kind in WATCHED:
+        state.replace(kind.name, kube.items(kind))
+    gc = GarbageCollectionController(state, kube, env.provider, env.clock, DecisionLog(env.clock), leak_seconds=30)
+    for _ in range(5):  # several periods, each past the leak age
+        env.clock.step(60)
+        gc.reconcile()
+        env.provider.launch_templates.cleanup()
+        fresh.launch_templates.cleanup()
+    ec2 = moto_server.client("ec2")
+    states = {
+        i["InstanceId"]: i["State"]["Name"]
+        for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+    }  # fmt: skip
+    assert states[karpenters] == "running"
+    assert states[instance_id_of(leak.provider_id)] == "terminated"
+    names = [lt["LaunchTemplateName"] for lt in ec2.describe_launch_templates()["LaunchTemplates"]]
+    assert names == [karpenter_lt]  # karpy's unused template deleted, Karpenter's kept
+    assert not [p for p in env.transport.named("terminate_instances") if karpenters in p["InstanceIds"]]
 
 
 def test_after_a_restart_gc_deletes_the_node_whose_instance_ec2_shows_terminated(moto_server: MotoServer) -> None:
