@@ -108,10 +108,8 @@ def test_other_interruptions_drain_at_once_and_a_node_deleted_meanwhile_is_forgo
 def test_an_instance_karpy_did_not_launch_is_left_to_its_owner() -> None:
     """Beside Karpenter: its node carries the same labels, but its instance lacks karpy's
     ownership tag, so neither a stop nor a spot warning makes karpy touch it."""
-    clock = FakeClock()
-    kube, state, queue = FakeKube(clock), ClusterState(clock), Queue()
-    kube.put(NODES, aws_node("karpys", "i-0aaa"))
-    kube.put(NODES, aws_node("karpenters", "i-0kkk"))
+    world, queue = World.make(), Queue()
+    world.put(NODES, aws_node("karpys", "i-0aaa"), aws_node("karpenters", "i-0kkk"))
     asked: list[str] = []
 
     def owns(provider_id: str) -> bool:
@@ -119,14 +117,14 @@ def test_an_instance_karpy_did_not_launch_is_left_to_its_owner() -> None:
         return not provider_id.endswith("/i-0kkk")
 
     ctrl = InterruptionController(
-        state, kube, queue, EventRecorder(kube, clock), DecisionLog(clock), owns=owns  # type: ignore[arg-type]
+        world.state, world.kube, queue, world.recorder, world.decisions, owns=owns  # type: ignore[arg-type]
     )
-    sync(kube, state)
+    world.sync()
     queue.put(ec2_event("EC2 Instance State-change Notification", "i-0kkk", state="stopping"))
     queue.put(ec2_event("EC2 Spot Instance Interruption Warning", "i-0kkk", **{"instance-action": "terminate"}))
     queue.put(ec2_event("EC2 Instance State-change Notification", "i-0aaa", state="stopping"))
     assert ctrl.reconcile() == ["karpys"]
-    assert deleting(kube) == ["karpys"]
-    node = next(n for n in kube.items(NODES) if n["metadata"]["name"] == "karpenters")
+    world.expect_deleting("karpys")
+    node = next(n for n in world.kube.items(NODES) if n["metadata"]["name"] == "karpenters")
     assert not node["spec"].get("unschedulable")  # not even cordoned
     assert "aws:///us-east-1a/i-0kkk" in asked

@@ -215,9 +215,8 @@ def test_karpenters_instances_and_launch_templates_are_never_karpys(moto_server:
     fresh = make_provider(moto_server).provider
     assert fresh.launch_templates.hydrate() == 1
     assert all(n.startswith("karpy/") for n in fresh.launch_templates.known())
-    kube, state = FakeKube(env.clock), ClusterState(env.clock)
-    for kind in WATCHED:
-        state.replace(kind.name, kube.items(kind))
+    kube = FakeKube(env.clock)
+    state = sync_from(ClusterState(env.clock), kube)
     gc = GarbageCollectionController(state, kube, env.provider, env.clock, DecisionLog(env.clock), leak_seconds=30)
     for _ in range(5):  # several periods, each past the leak age
         env.clock.step(60)
