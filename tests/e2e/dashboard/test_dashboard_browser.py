@@ -121,7 +121,7 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
                 if link not in visited:
                     queue.append(link)
     for must in ("/", "/nodes", f"/nodes/{guarded}", "/provisioners", "/provisioners/limited", "/pods/pending",
-                 "/decisions"):  # fmt: skip
+                 "/decisions", f"/explain/nodes/{guarded}"):  # fmt: skip
         assert must in visited, f"no link led to {must}"
     assert errors == []
 
@@ -163,6 +163,15 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
     # The node kept by a do-not-evict pod says so.
     page.goto(dash.url + f"/nodes/{guarded}")
     assert "do not evict" in page.locator("#outlook").inner_text()
+
+    # From the node page, what removing it would do: the do-not-evict pod blocks it (issue 22).
+    page.click("#explain-node-link")
+    page.wait_for_url(f"**/explain/nodes/{guarded}")
+    assert "do-not-evict" in page.locator("#explain-blockers").inner_text()
+    assert page.locator("#explain-removable").inner_text() == "no"
+    explained = dash.api(f"/api/v1/explain/nodes/{guarded}")
+    assert "do-not-evict" in {b["kind"] for b in explained["blockers"]}
+    assert len(page.locator("#explain-destinations tbody tr").all()) == len(explained["destinations"]) > 0
 
     # Hostile text is shown as text, never run.
     page.goto(dash.url + "/provisioners/hostile")
