@@ -10,7 +10,7 @@ DEV_PORT ?= 8443
 LOCK_VENV := .venv-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-.PHONY: dev test lint typecheck bench bench-karpenter venv clean cluster-binaries chromium lock
+.PHONY: dev test lint typecheck bench bench-karpenter soak venv clean cluster-binaries chromium lock
 
 
 # Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
@@ -60,6 +60,10 @@ bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.optimality
 	$(BIN)/python -m bench.e2e
 	$(MAKE) bench-karpenter
+
+# Soak: issue 17's zonal spread scenario, one batch / waves / restart, KARPY_SOAK_RUNS times (10).
+soak: $(STAMP) cluster-binaries
+	$(BIN)/python -m pytest -m soak -q -s tests/e2e/controller/test_spread.py
 
 # Side by side with Karpenter's own scheduling benchmark on identical inputs (bench/karpenter/: a
 # pinned wrapper Go module; its test binary is built once, a few minutes, and cached under

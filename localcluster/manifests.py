@@ -42,6 +42,17 @@ RULES: list[dict[str, Any]] = [
 ]
 
 
+# karpy's topology gate (controller/apis/podgate.py): pods on creation, never blocking one (Ignore),
+# never in kube-system (those must schedule while karpy itself is not running).
+POD_GATE_NAME = "topology-gate.webhook.karpy.sh"
+POD_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}
+]
+SYSTEM_NAMESPACES = {
+    "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]
+}
+
+
 class ManifestError(RuntimeError):
     pass
 
@@ -87,6 +98,10 @@ def webhook_configurations(url_base: str, ca_pem: bytes) -> list[dict[str, Any]]
         }
 
     mutating = webhook(MUTATING_NAME, MUTATE_PATH) | {"reinvocationPolicy": "Never"}
+    pod_gate = webhook(POD_GATE_NAME, MUTATE_PATH) | {
+        "reinvocationPolicy": "Never", "failurePolicy": "Ignore", "timeoutSeconds": 5, "rules": POD_RULES,
+        "namespaceSelector": SYSTEM_NAMESPACES,
+    }  # fmt: skip
     return [
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -98,7 +113,7 @@ def webhook_configurations(url_base: str, ca_pem: bytes) -> list[dict[str, Any]]
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": MUTATING_NAME},
-            "webhooks": [mutating],
+            "webhooks": [mutating, pod_gate],
         },
     ]
 
@@ -109,10 +124,11 @@ def _dry_run(kubectl: Kubectl, name: str, spec: dict[str, Any]) -> subprocess.Co
 
 
 def _probe(kubectl: Kubectl) -> tuple[bool, str]:
-    """True once the apiserver calls both webhooks (dry-run requests, nothing is stored).
+    """True once the apiserver calls every webhook (dry-run requests, nothing is stored).
 
-    An empty Provisioner must come back with defaulted requirements (the mutating webhook), and
-    one with both consolidation and ttlSecondsAfterEmpty must be denied by the validating webhook.
+    An empty Provisioner must come back with defaulted requirements (the mutating webhook), one
+    with both consolidation and ttlSecondsAfterEmpty must be denied by the validating webhook,
+    and a pod with a zonal DoNotSchedule spread must come back gated (the pod webhook).
     """
     proc = _dry_run(kubectl, "karpy-webhook-probe", {})
     if proc.returncode != 0:
@@ -124,11 +140,18 @@ def _probe(kubectl: Kubectl) -> tuple[bool, str]:
         return False, "the validating webhook did not deny consolidation + ttlSecondsAfterEmpty:\n" + (
             proc.stderr.strip() or proc.stdout
         )
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "karpy-webhook-probe", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "probe"}], "topologySpreadConstraints": [
+               {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"probe": "karpy"}}}]}}  # fmt: skip
+    proc = kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(pod), check=False)
+    if proc.returncode != 0 or not (json.loads(proc.stdout or "{}").get("spec") or {}).get("schedulingGates"):
+        return False, "the pod webhook did not gate a zonal-spread pod:\n" + (proc.stderr.strip() or proc.stdout)
     return True, ""
 
 
 def install_webhooks(kubectl: Kubectl, url_base: str, ca_pem: bytes, timeout: float = 30.0) -> None:
-    """Register both webhooks and wait until the apiserver actually calls them."""
+    """Register the webhooks and wait until the apiserver actually calls them."""
     docs = {"apiVersion": "v1", "kind": "List", "items": webhook_configurations(url_base, ca_pem)}
     kubectl("apply", "-f", "-", input=json.dumps(docs))
     # The apiserver picks new configurations up through an informer, so poll.

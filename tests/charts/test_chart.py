@@ -87,7 +87,7 @@ def test_webhooks(helm: Path) -> None:
         ("MutatingWebhookConfiguration/defaulting.webhook.karpy.sh", "/webhooks/mutate"),
         ("ValidatingWebhookConfiguration/validation.webhook.karpy.sh", "/webhooks/validate"),
     ):
-        [hook] = docs[kind]["webhooks"]
+        hook = docs[kind]["webhooks"][0]
         assert hook["clientConfig"]["service"] == {
             "name": "karpy-webhook",
             "namespace": "karpy",
@@ -101,6 +101,19 @@ def test_webhooks(helm: Path) -> None:
             ("karpenter.k8s.aws", "awsnodetemplates"),
         }
         assert all(r["operations"] == ["CREATE", "UPDATE"] for r in hook["rules"])
+
+
+def test_the_topology_gate_webhook_admits_pods_on_creation_and_never_blocks_one(helm: Path) -> None:
+    hooks = render(helm)["MutatingWebhookConfiguration/defaulting.webhook.karpy.sh"]["webhooks"]
+    assert [h["name"] for h in hooks] == ["defaulting.webhook.karpy.sh", "topology-gate.webhook.karpy.sh"]
+    gate = hooks[1]
+    assert gate["clientConfig"]["service"]["path"] == "/webhooks/mutate"
+    assert (gate["failurePolicy"], gate["timeoutSeconds"], gate["sideEffects"]) == ("Ignore", 5, "None")
+    assert gate["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                              "resources": ["pods"], "scope": "Namespaced"}]  # fmt: skip
+    [expr] = gate["namespaceSelector"]["matchExpressions"]
+    assert (expr["key"], expr["operator"], sorted(expr["values"])) == (
+        "kubernetes.io/metadata.name", "NotIn", ["karpy", "kube-system"])  # fmt: skip
 
 
 def test_the_webapp_keeps_its_certificate_in_the_secret(helm: Path) -> None:

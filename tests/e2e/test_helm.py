@@ -413,7 +413,7 @@ WEBAPP_MAY_NOT = [
 CONTROLLER_MAY = [
     ("create", "nodes", ""), ("delete", "nodes", ""), ("get", "nodes", ""), ("create", "pods:eviction", ""),
     ("create", "pods:binding", ""), ("list", "provisioners.karpenter.sh", ""),
-    ("patch", "provisioners.karpenter.sh:status", ""),
+    ("patch", "provisioners.karpenter.sh:status", ""), ("patch", "pods", ""),
     ("watch", "persistentvolumeclaims", ""), ("list", "persistentvolumes", ""),
     ("watch", "storageclasses.storage.k8s.io", ""), ("list", "csinodes.storage.k8s.io", ""),
     ("update", "leases.coordination.k8s.io", "karpy-controller"),
