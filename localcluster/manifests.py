@@ -43,13 +43,14 @@ RULES: list[dict[str, Any]] = [
 
 
 # karpy's topology gate (controller/apis/podgate.py): pods on creation, never blocking one (Ignore),
-# never in kube-system (those must schedule while karpy itself is not running).
+# never in kube-system or karpy's own namespace (the chart's default; those pods must schedule
+# while karpy itself is not running).
 POD_GATE_NAME = "topology-gate.webhook.karpy.sh"
 POD_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}
 ]
 SYSTEM_NAMESPACES = {
-    "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]
+    "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "karpy"]}]
 }
 
 
