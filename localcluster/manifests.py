@@ -50,7 +50,9 @@ POD_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}
 ]
 SYSTEM_NAMESPACES = {
-    "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "karpy"]}]
+    "matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "karpy"]}
+    ]
 }
 
 
