@@ -5,6 +5,8 @@ decision code they drive lives in `controller.simulate` (inputs, output). Bad in
 the file, document and field to stderr and exits with code 2 — never a traceback.
 
     karpy simulate --provisioners FILE --pods FILE [--nodes FILE] [--catalog FILE] --output json|table
+    karpy simulate --from-cluster [--kubeconfig FILE | --dump FILE] [--catalog FILE] --output json|table
+      (what karpy would do on a live cluster now: `fromcluster.py`)
     karpy catalog [--provider simulated|aws [--region R] [--endpoint-url URL] [--price-file F]] --output json|table
 """
 
@@ -21,11 +23,20 @@ from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import InstanceType, SchedulingInput
 from controller.simulate.inputs import InputError, read_catalog, read_inputs, types_by_provisioner
 from controller.simulate.output import to_json, to_table
+from karpy import fromcluster
 
 EXIT_INPUT = 2
 
 
 def simulate(args: argparse.Namespace) -> int:
+    if args.from_cluster:
+        return fromcluster.simulate_from_cluster(args)
+    if args.dump or args.kubeconfig:
+        print("karpy simulate: --dump and --kubeconfig go with --from-cluster", file=sys.stderr)
+        return EXIT_INPUT
+    if not (args.provisioners and args.pods):
+        print("karpy simulate: --provisioners and --pods are required (or --from-cluster)", file=sys.stderr)
+        return EXIT_INPUT
     try:
         paths = [args.provisioners, args.pods] + ([args.nodes] if args.nodes else [])
         inputs = read_inputs(paths)
@@ -104,8 +115,19 @@ def catalog(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim = subparsers.add_parser("simulate", help="one provisioning decision without a cluster")
-    sim.add_argument("--provisioners", required=True, help="YAML with Provisioners (and AWSNodeTemplates)")
-    sim.add_argument("--pods", required=True, help="YAML with Pods, Deployments, Jobs, DaemonSets, …")
+    sim.add_argument("--provisioners", help="YAML with Provisioners (and AWSNodeTemplates)")
+    sim.add_argument("--pods", help="YAML with Pods, Deployments, Jobs, DaemonSets, …")
+    sim.add_argument(
+        "--from-cluster", action="store_true",
+        help="plan on a live cluster (--kubeconfig, else $KUBECONFIG or in-cluster) or a saved dump (--dump): "
+        "launches for pending pods, consolidation, $/h before and after; reads only (get/list)",
+    )  # fmt: skip
+    sim.add_argument("--kubeconfig", help="with --from-cluster: the cluster to read")
+    sim.add_argument(
+        "--dump",
+        help="with --from-cluster: a saved `kubectl get nodes,pods,daemonsets,pdb,provisioners,awsnodetemplates "
+        "-A -o json`",
+    )
     sim.add_argument("--nodes", help="YAML with existing Nodes")
     sim.add_argument("--catalog", help="instance types in the `karpy catalog --output json` format")
     sim.add_argument("--output", choices=("json", "table"), default="table")

@@ -132,3 +132,11 @@ def make_pdb(name: str, selector: Mapping[str, str], allowed: int = 0, namespace
         "spec": {"selector": {"matchLabels": dict(selector)}, "maxUnavailable": 0},
         "status": {"disruptionsAllowed": allowed},
     }
+
+
+def badly_packed(n: int = 4) -> dict[str, list[Obj]]:
+    """`n` hand-made m5.2xlarge nodes (8 CPUs, no Provisioner label), each running one 1-CPU pod."""
+    nodes = [make_node(f"ng-{i}", provisioner=None, instance_type="m5.2xlarge", cpu="8", memory="32Gi",
+                       finalizers=(), labels={L.ZONE: "us-west-2a"}) for i in range(n)]  # fmt: skip
+    pods = [make_pod(f"web-{i}", node=f"ng-{i}", cpu="1", memory="1Gi") for i in range(n)]
+    return {"nodes": nodes, "pods": pods}

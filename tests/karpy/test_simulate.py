@@ -27,9 +27,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from karpy.cli import main
+from tests.builders.wire import badly_packed
 from tests.support.moto import MotoServer
 from tests.support.seeds import provisioner_documents
 
@@ -280,3 +283,28 @@ def test_simulate_places_pods_where_their_volumes_are(tmp_path: Path) -> None:
     assert out["unschedulable"] == [
         {"pod": "default/orphan", "reason": "persistentvolumeclaim default/nowhere not found"}
     ]
+
+
+def test_from_cluster_reads_a_saved_dump_and_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = badly_packed()
+    dump = tmp_path / "cluster.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects["nodes"] + objects["pods"]}))
+    assert main(["simulate", "--from-cluster", "--dump", str(dump), "--output", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["before"]["nodes"] == 4 and plan["after"]["pricePerHour"] < plan["before"]["pricePerHour"]
+    assert main(["simulate", "--from-cluster", "--dump", str(dump)]) == 0
+    text = capsys.readouterr().out
+    assert "multinodeconsolidation" in text and "saving $" in text and "ng-0" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["simulate", "--from-cluster", "--dump", "/nonexistent.json"], "cannot read /nonexistent.json"),
+        (["simulate", "--dump", "x.json"], "--dump and --kubeconfig go with --from-cluster"),
+        (["simulate", "--pods", "x.yaml"], "--provisioners and --pods are required"),
+    ],
+)
+def test_from_cluster_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
