@@ -1,71 +1,26 @@
-"""Session fixtures for the end-to-end tests: a real control plane and karpy's webhook server.
+"""Fixtures for every end-to-end test: a real control plane, karpy's webhook server, and a
+karpy environment per test (`tests/e2e/env.py` holds what they give).
 
 `local_cluster` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 (building the binaries first if the cache lacks them; these tests are never skipped for want of
 binaries). `webhook_server` runs `karpy webapp` over TLS and registers its webhooks with the
 apiserver, so `kubectl apply` travels apiserver -> karpy -> apiserver as it does for a user.
+`karpy` gives a `KarpyEnv` on the session's cluster: a fresh namespace and simulated cloud, and
+`karpy controller` processes to start.
 """
 
 from __future__ import annotations
 
-import json
 import ssl
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from localcluster import LocalCluster, probes, procs
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@dataclass(frozen=True)
-class WebhookServer:
-    url_base: str
-    ca_crt: Path
-    proc: procs.Proc
-
-
-class Kube:
-    """A thin kubectl helper over one `LocalCluster`."""
-
-    def __init__(self, cluster: LocalCluster) -> None:
-        self.cluster = cluster
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.cluster.kubeconfig
-
-    def run(self, *args: str, input: str | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
-        return self.cluster.kubectl(*args, input=input, check=check)
-
-    def apply(self, manifest: str | dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
-        text = manifest if isinstance(manifest, str) else json.dumps(manifest)
-        return self.run("apply", *args, "-f", "-", input=text)
-
-    def get(self, *args: str) -> Any:
-        return json.loads(self.cluster.kubectl("get", *args, "-o", "json").stdout)
-
-    def delete(self, *args: str) -> None:
-        self.cluster.kubectl("delete", "--ignore-not-found", "--wait=false", *args)
-
-
-def eventually(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    """Poll `check` until it returns something truthy; fail the test with `what` otherwise."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.25)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last value: {last!r}")
+from tests.e2e.env import REPO, KarpyEnv, Kube, WebhookServer, karpy_env
 
 
 @pytest.fixture(scope="session")
@@ -117,3 +72,9 @@ def webhook_server(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPat
             local_cluster.uninstall_webhooks()
         finally:
             procs.stop(proc)
+
+
+@pytest.fixture
+def karpy(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
+    with karpy_env(local_cluster, tmp_path) as env:
+        yield env

@@ -20,7 +20,8 @@ import pytest
 from localcluster import KWOK_NODE_SELECTOR, LocalCluster
 from localcluster.procs import alive
 from localcluster.state import load
-from tests.e2e.conftest import Kube, eventually
+from tests.e2e.env import Kube
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -54,7 +55,7 @@ def kwok_node(name: str, cpu: str = "4", memory: str = "16Gi") -> dict[str, Any]
 def namespace(kube: Kube) -> Iterator[str]:
     kube.run("create", "namespace", "e2e-cluster", check=True)
     # Pods need the namespace's default ServiceAccount, which the controller manager creates.
-    eventually(
+    until(
         lambda: kube.run("get", "serviceaccount", "default", "-n", "e2e-cluster").returncode == 0,
         30,
         "the default ServiceAccount in e2e-cluster",
@@ -71,7 +72,7 @@ def ready_node(kube: Kube) -> Iterator[dict[str, Any]]:
         node: dict[str, Any] = kube.get("node", NODE)
         return node if condition(node, "Ready").get("status") == "True" else None
 
-    yield eventually(ready, 60, f"node {NODE} to turn Ready")
+    yield until(ready, 60, f"node {NODE} to turn Ready")
     kube.delete("node", NODE)
 
 
@@ -111,7 +112,7 @@ def test_a_deployment_of_three_gets_its_pods_running_on_the_kwok_node(
         running = [p for p in pods if p["status"].get("phase") == "Running"]
         return running if len(running) == 3 else None
 
-    pods = eventually(running_pods, 90, "3 inflate pods Running")
+    pods = until(running_pods, 90, "3 inflate pods Running")
     assert {p["spec"]["nodeName"] for p in pods} == {NODE}
     assert all(condition(p, "Ready")["status"] == "True" for p in pods)
     assert all(p["status"].get("podIP", "").startswith("10.244.") for p in pods)
@@ -136,7 +137,7 @@ def test_a_pod_that_fits_no_node_is_marked_unschedulable_by_the_scheduler(
         cond = condition(kube.get("pod", "too-big", "-n", namespace), "PodScheduled")
         return cond if cond.get("status") == "False" else None
 
-    cond = eventually(unschedulable, 60, "PodScheduled=False on too-big")
+    cond = until(unschedulable, 60, "PodScheduled=False on too-big")
     assert cond["reason"] == "Unschedulable"
     assert "Insufficient cpu" in cond["message"]
 

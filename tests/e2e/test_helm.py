@@ -33,7 +33,8 @@ import yaml
 from cryptography import x509
 
 from localcluster import LocalCluster, procs
-from tests.e2e.conftest import REPO, eventually
+from tests.e2e.env import REPO
+from tests.support.poll import until
 
 CHART = REPO / "charts" / "karpy"
 EVERY_OPTION = REPO / "tests" / "charts" / "every-option-values.yaml"
@@ -296,7 +297,7 @@ def test_a_replaced_certificate_is_served_without_a_restart(running: Running) ->
         data = secret_data(cluster)
         return data if data.get("ca.crt") and data["ca.crt"] != old["ca.crt"] else None
 
-    new: dict[str, bytes] = eventually(renewed, 30, "a new CA in the Secret")
+    new: dict[str, bytes] = until(renewed, 30, "a new CA in the Secret")
     cert = x509.load_pem_x509_certificate(new["tls.crt"])
 
     def serves_new(port: int) -> bool:
@@ -310,9 +311,9 @@ def test_a_replaced_certificate_is_served_without_a_restart(running: Running) ->
         return base64.b64decode(bundle) == new["ca.crt"]
 
     for port in running.ports:
-        eventually(functools.partial(serves_new, port), 30, f"the webapp on {port} serving the new certificate")
+        until(functools.partial(serves_new, port), 30, f"the webapp on {port} serving the new certificate")
     for kind, name in HOOKS.items():
-        eventually(functools.partial(trusts_new, kind, name), 30, f"{name} trusting the new CA")
+        until(functools.partial(trusts_new, kind, name), 30, f"{name} trusting the new CA")
     assert all(procs.alive(proc) for proc in running.procs)  # reloaded, not restarted
 
 
@@ -332,10 +333,10 @@ def test_webhooks_default_a_provisioner_and_the_controller_scales_up_and_down(ru
         nodes = kubectl_json(cluster, "get", "nodes", "-l", "karpenter.sh/provisioner-name=helm-e2e")["items"]
         return [n["metadata"]["name"] for n in nodes]
 
-    eventually(lambda: running_pods() == 3, 120, "3 pods Running on nodes karpy launched")
+    until(lambda: running_pods() == 3, 120, "3 pods Running on nodes karpy launched")
     assert karpy_nodes()
     cluster.kubectl("scale", "deployment/helm-e2e", "-n", "default", "--replicas=0")
-    eventually(lambda: not karpy_nodes(), 120, "the empty nodes removed")
+    until(lambda: not karpy_nodes(), 120, "the empty nodes removed")
     cluster.kubectl("delete", "deployment/helm-e2e", "-n", "default")
     for name in ("controller", "webapp-0", "webapp-1"):  # the dashboard reads as the webapp's account too
         log = (running.tmp / f"{name}.log").read_text()

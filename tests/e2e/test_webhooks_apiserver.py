@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from localcluster import VALIDATING_NAME
-from tests.e2e.conftest import Kube, WebhookServer
+from tests.e2e.env import Kube, WebhookServer
 from tests.support.seeds import is_reference_example, provisioner_documents
 
 pytestmark = pytest.mark.e2e

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 import requests
 
 from localcluster import procs
+from tests.support.poll import until, within
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,25 +61,19 @@ class Output:
         return "".join(self.lines)
 
     def wait_for(self, marker: str, proc: subprocess.Popen[str], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while marker not in self.text:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"make dev did not print {marker!r}:\n{self.text[-4000:]}")
-            time.sleep(0.5)
+        def printed() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"make dev exited before printing {marker!r}:\n{self.text[-4000:]}")
+            return marker in self.text
+
+        if not within(printed, timeout, interval=0.5):
+            pytest.fail(f"make dev did not print {marker!r}:\n{self.text[-4000:]}")
 
 
 def kubectl_json(kubectl: str, kubeconfig: str, *args: str) -> Any:
     out = subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", *args, "-o", "json"],
                          capture_output=True, text=True, check=True, timeout=60).stdout  # fmt: skip
     return json.loads(out)
-
-
-def eventually(check: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(1)
 
 
 def test_make_dev_runs_scales_and_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
@@ -104,21 +98,21 @@ def test_make_dev_runs_scales_and_stops_everything_on_ctrl_c(tmp_path: Path) -> 
             pods = kubectl_json(kubectl, kubeconfig, "get", "pods", "-n", "default", "-l", "app=sample")["items"]
             return bool(sum(p["status"].get("phase") == "Running" for p in pods) == n)
 
-        eventually(lambda: running(2), 120, "the sample Deployment's 2 pods Running")
+        until(lambda: running(2), 120, "the sample Deployment's 2 pods Running")
         subprocess.run(["bash", "-c", scale.group(1)], check=True, capture_output=True, timeout=60)  # as printed
-        eventually(lambda: running(replicas), 180, f"{replicas} sample pods Running")
+        until(lambda: running(replicas), 180, f"{replicas} sample pods Running")
         nodes = kubectl_json(kubectl, kubeconfig, "get", "nodes", "-l", "karpenter.sh/provisioner-name=default")
         launched = {n["metadata"]["name"] for n in nodes["items"]}
         pods = kubectl_json(kubectl, kubeconfig, "get", "pods", "-n", "default", "-l", "app=sample")["items"]
         assert launched and {p["spec"]["nodeName"] for p in pods} <= launched  # on nodes karpy launched
         page = requests.get(url, verify=ca, timeout=10)
         assert page.status_code == 200 and "text/html" in page.headers["Content-Type"], page.text[:500]
-        eventually(lambda: any(n in requests.get(url + "nodes", verify=ca, timeout=10).text for n in launched),
+        until(lambda: any(n in requests.get(url + "nodes", verify=ca, timeout=10).text for n in launched),
                    60, "the dashboard's nodes page listing a node karpy launched")  # fmt: skip
 
         subprocess.run([kubectl, f"--kubeconfig={kubeconfig}", "scale", "deployment/sample", "--replicas=0"],
                        check=True, capture_output=True, timeout=60)  # fmt: skip
-        eventually(lambda: not kubectl_json(kubectl, kubeconfig, "get", "nodes", "-l",
+        until(lambda: not kubectl_json(kubectl, kubeconfig, "get", "nodes", "-l",
                                             "karpenter.sh/provisioner-name=default")["items"],
                    180, "consolidation to remove the empty nodes")  # fmt: skip
 
@@ -132,5 +126,5 @@ def test_make_dev_runs_scales_and_stops_everything_on_ctrl_c(tmp_path: Path) -> 
             os.killpg(make.pid, signal.SIGKILL)
             raise
     assert "karpy dev: stopping" in out.text
-    eventually(lambda: not [p for p in started if alive(p)], 30, "every process make dev started to exit")
+    until(lambda: not [p for p in started if alive(p)], 30, "every process make dev started to exit")
     assert not (tmp_path / "dev" / "cluster" / "state.json").exists()

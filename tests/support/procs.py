@@ -6,11 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from localcluster.procs import free_port
+from tests.support.poll import until
 
 __all__ = ["free_port", "karpy", "stop", "wait_until"]
 
@@ -26,17 +26,14 @@ def karpy(args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
 def wait_until(
     check: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen[bytes] | None = None
 ) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """`until` (the one poller) for a process starting: it fails at once if `proc` exits."""
+
+    def ready() -> bool:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"{what}: process exited with {proc.returncode}")
-        try:
-            if check():
-                return
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise TimeoutError(f"{what}: not ready after {timeout}s")
+        return check()
+
+    until(ready, timeout, what, interval=0.1, ignore=(OSError,))
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

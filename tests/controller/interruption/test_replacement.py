@@ -117,7 +117,12 @@ def test_an_instance_karpy_did_not_launch_is_left_to_its_owner() -> None:
         return not provider_id.endswith("/i-0kkk")
 
     ctrl = InterruptionController(
-        world.state, world.kube, queue, world.recorder, world.decisions, owns=owns  # type: ignore[arg-type]
+        world.state,
+        world.kube,
+        queue,
+        world.recorder,
+        world.decisions,
+        owns=owns,  # type: ignore[arg-type]
     )
     world.sync()
     queue.put(ec2_event("EC2 Instance State-change Notification", "i-0kkk", state="stopping"))

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from localcluster import LocalCluster, procs
-from tests.e2e.controller.conftest import Controller, karpy_env, wait_for
+from tests.e2e.env import Controller, karpy_env
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +48,7 @@ def test_after_an_apiserver_restart_new_pending_pods_get_nodes_and_run(
         karpy.provisioner()
         ctrl = karpy.start("replica-a", "--batch-idle-seconds", "0.5")
         karpy.deployment("before", 3, cpu="1", memory="1Gi")
-        wait_for(lambda: len(karpy.running("before")) == 3, 30, "3 pods Running before the restart")
+        until(lambda: len(karpy.running("before")) == 3, 30, "3 pods Running before the restart")
         before = {n["metadata"]["name"] for n in karpy.nodes()}
         offset = Path(ctrl.proc.log).stat().st_size
 
@@ -55,18 +56,18 @@ def test_after_an_apiserver_restart_new_pending_pods_get_nodes_and_run(
         own_cluster.restart("kube-apiserver", downtime=DOWNTIME)
         print(f"kube-apiserver stopped and back in {time.monotonic() - restarted:.1f}s")
         assert procs.alive(ctrl.proc), "the controller exited when the apiserver went away"
-        wait_for(lambda: ctrl.status().get("synced") and ctrl.status().get("leader"), 30, "synced and leading again")
+        until(lambda: ctrl.status().get("synced") and ctrl.status().get("leader"), 30, "synced and leading again")
         assert "re-listing" in log_since(ctrl, offset), "no watch was lost: the restart did not reach the controller"
 
         # New objects of every kind the controller must see: a Provisioner, then pods only its nodes fit.
         karpy.provisioner("after", labels={"phase": "after"})
         karpy.deployment("after", 4, cpu="1", memory="1Gi", nodeSelector={"phase": "after"})
         created = time.monotonic()
-        wait_for(lambda: len(karpy.running("after")) == 4, 45, "the 4 new pods Running on new nodes")
+        until(lambda: len(karpy.running("after")) == 4, 45, "the 4 new pods Running on new nodes")
         print(f"new pods Running {time.monotonic() - created:.1f}s after creation")
         new = {n["metadata"]["name"] for n in karpy.nodes() if n["metadata"]["labels"].get("phase") == "after"}
         assert new and not new & before
         assert {p["spec"]["nodeName"] for p in karpy.running("after")} <= new
         assert len(karpy.running("before")) == 3
         assert procs.alive(ctrl.proc)
-        wait_for(lambda: karpy.consistent() == "", 10, "every instance with a node and every node with an instance")
+        until(lambda: karpy.consistent() == "", 10, "every instance with a node and every node with an instance")

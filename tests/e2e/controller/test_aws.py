@@ -26,9 +26,9 @@ from controller.core import labels as L
 from controller.kube.resources import AWSNODETEMPLATES
 from tests.controller.cloudprovider.aws.builders import DISCOVERY, Account, make_account
 from tests.controller.cloudprovider.aws.test_provider_moto import karpenter_instance, karpenter_launch_template
-from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
-from tests.e2e.deprovisioning.conftest import FAST
+from tests.e2e.env import FAST, Controller, KarpyEnv
 from tests.support.moto import REGION, MotoServer
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -94,7 +94,7 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
     karpy.provisioner(providerRef={"name": "default"}, requirements=[TYPES], ttlSecondsAfterEmpty=2)
     start(karpy, moto_server)
     karpy.deployment("web", 4, cpu="1", memory="1Gi")
-    wait_for(lambda: len(karpy.running("web")) == 4, 90, "4 pods Running on moto instances")
+    until(lambda: len(karpy.running("web")) == 4, 90, "4 pods Running on moto instances")
     nodes = karpy.nodes()
     assert nodes and all(n["spec"]["providerID"].startswith("aws:///us-east-1") for n in nodes)
     assert all(n["metadata"]["name"].startswith("ip-") for n in nodes)
@@ -123,12 +123,10 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
                                                for c in n["status"].get("conditions") or [])})  # fmt: skip
         return not mine
 
-    wait_for(drained, 90, "the interrupted node to go")
+    until(drained, 90, "the interrupted node to go")
     assert ready_new_at_drain and ready_new_at_drain[0], "the interrupted node was drained before its replacement"
-    wait_for(
-        lambda: len([p for p in karpy.running("web") if node_of(p) != victim]) == 4, 90, "the pods running elsewhere"
-    )
-    wait_for(lambda: victim_pid not in {i.provider_id for i in cloud.list()}, 30, "the interrupted instance gone")
+    until(lambda: len([p for p in karpy.running("web") if node_of(p) != victim]) == 4, 90, "the pods running elsewhere")
+    until(lambda: victim_pid not in {i.provider_id for i in cloud.list()}, 30, "the interrupted instance gone")
     assert any(e["reason"] == "NodeTerminatingOnInterruption" for e in karpy.events("NodeTerminatingOnInterruption"))
 
     # a leaked instance of karpy's (its ownership tag, for this cluster) is terminated
@@ -144,12 +142,12 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
         InstanceType="m5.large",
         TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
     )["Instances"][0]["InstanceId"]
-    wait_for(lambda: leaked not in {i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()}, 60, "the leak collected")
+    until(lambda: leaked not in {i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()}, 60, "the leak collected")
 
     # scale to zero: the empty nodes go and their moto instances are terminated
     karpy.scale("web", 0)
-    wait_for(lambda: not karpy.nodes(), 90, "every node deleted")
-    wait_for(lambda: not cloud.list(), 30, "every moto instance terminated")
+    until(lambda: not karpy.nodes(), 90, "every node deleted")
+    until(lambda: not cloud.list(), 30, "every moto instance terminated")
 
 
 def gc_passes(ctrl: Controller) -> float:
@@ -191,10 +189,10 @@ def test_karpenters_instance_and_launch_template_survive_while_karpys_leaks_are_
     def templates() -> set[str]:
         return {lt["LaunchTemplateName"] for lt in ec2.describe_launch_templates()["LaunchTemplates"]}
 
-    wait_for(lambda: state(leak["InstanceId"]) == "terminated", 60, "karpy's leaked instance terminated")
-    wait_for(lambda: karpy_lt not in templates(), 60, "karpy's unused launch template deleted")
+    until(lambda: state(leak["InstanceId"]) == "terminated", 60, "karpy's leaked instance terminated")
+    until(lambda: karpy_lt not in templates(), 60, "karpy's unused launch template deleted")
     passes = gc_passes(ctrl)
-    wait_for(lambda: gc_passes(ctrl) >= passes + 5, 60, "five more garbage-collection passes")
+    until(lambda: gc_passes(ctrl) >= passes + 5, 60, "five more garbage-collection passes")
     assert state(karpenters) == "running"
     assert karpenter_lt in templates()
     assert [i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()] == []

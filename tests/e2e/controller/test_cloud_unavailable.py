@@ -19,8 +19,9 @@ from controller.core import labels as L
 from controller.kube.resources import AWSNODETEMPLATES
 from localcluster import procs
 from tests.controller.cloudprovider.aws.builders import DISCOVERY, make_account
-from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
+from tests.e2e.env import Controller, KarpyEnv
 from tests.support.moto import CREDENTIALS, REGION, MotoServer
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -60,9 +61,12 @@ def unschedulable_mark(pod: dict[str, Any]) -> bool:
 def holds(check: Callable[[], bool], seconds: float, what: str) -> None:
     """`check` stays true for `seconds` (several of the controller's passes), polled."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+
+    def still() -> bool:
         assert check(), f"no longer true: {what}"
-        time.sleep(0.5)
+        return time.monotonic() >= deadline
+
+    until(still, seconds + 30, f"{what} for {seconds:.0f}s", interval=0.5)
 
 
 def readyz(ctrl: Controller) -> tuple[int, str]:
@@ -91,15 +95,15 @@ def test_the_controller_waits_for_an_unreachable_cloud_and_recovers_when_it_answ
             "--cloud-provider", "aws", "--aws-region", REGION, "--aws-endpoint-url", endpoint,
             "--aws-node-label", "kwok.x-k8s.io/node=fake", "--aws-cluster-endpoint", "https://127.0.0.1:6443",
         )  # fmt: skip
-        wait_for(lambda: readyz(ctrl)[0] == 503 and "EndpointConnectionError" in readyz(ctrl)[1], 30, "not ready")
+        until(lambda: readyz(ctrl)[0] == 503 and "EndpointConnectionError" in readyz(ctrl)[1], 30, "not ready")
         karpy.deployment("web", 2, cpu="1", memory="1Gi")
-        wait_for(lambda: karpy.events("CloudProviderUnavailable"), 30, "an event on the Provisioner")
+        until(lambda: karpy.events("CloudProviderUnavailable"), 30, "an event on the Provisioner")
         event = karpy.events("CloudProviderUnavailable")[0]
         assert event["involvedObject"]["kind"] == "Provisioner" and "EndpointConnectionError" in event["message"]
         assert 'karpy_cloudprovider_ready{provider="aws"} 0.0' in ctrl.get("/metrics")
         # many retry passes later: still up, still not ready, nothing launched, the pods pending
-        wait_for(lambda: len(karpy.pods("web")) == 2, 30, "the pods created")
-        unschedulable = wait_for(lambda: all(unschedulable_mark(p) for p in karpy.pods("web")), 30, "marked")
+        until(lambda: len(karpy.pods("web")) == 2, 30, "the pods created")
+        unschedulable = until(lambda: all(unschedulable_mark(p) for p in karpy.pods("web")), 30, "marked")
         assert unschedulable
         holds(lambda: karpy.nodes() == [] and procs.alive(ctrl.proc), 12, "nothing launched, the controller up")
         status = ctrl.status()
@@ -109,8 +113,8 @@ def test_the_controller_waits_for_an_unreachable_cloud_and_recovers_when_it_answ
 
         moto = late_moto.start()
         make_account(moto)
-        wait_for(lambda: readyz(ctrl) == (200, "ok"), 60, "ready once the cloud answers")
-        wait_for(lambda: len(karpy.running("web")) == 2, 90, "the pods Running on moto instances")
+        until(lambda: readyz(ctrl) == (200, "ok"), 60, "ready once the cloud answers")
+        until(lambda: len(karpy.running("web")) == 2, 90, "the pods Running on moto instances")
         assert all(n["spec"]["providerID"].startswith("aws:///us-east-1") for n in karpy.nodes())
         assert 'karpy_cloudprovider_ready{provider="aws"} 1.0' in ctrl.get("/metrics")
         assert procs.alive(ctrl.proc)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,8 @@ import pytest
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.kube.resources import PDBS
-from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
+from tests.e2e.env import Controller, KarpyEnv
+from tests.support.poll import settled, until, within
 
 pytestmark = pytest.mark.e2e
 
@@ -65,13 +65,9 @@ def log_size(ctrl: Controller) -> int:
     return log.stat().st_size if log.exists() else 0
 
 
-def wait_for_log(ctrl: Controller, offset: int, text: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in log_since(ctrl, offset):
-            return True
-        time.sleep(0.1)
-    return False
+def logged(ctrl: Controller, offset: int, text: str, timeout: float) -> bool:
+    """Whether the controller logs `text` (after `offset`) within `timeout` seconds."""
+    return within(lambda: text in log_since(ctrl, offset), timeout, interval=0.1)
 
 
 def live(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -90,17 +86,6 @@ def annotated(nodes: list[dict[str, Any]], key: str) -> set[str]:
 def left_cordoned(nodes: list[dict[str, Any]]) -> set[str]:
     """Live nodes cordoned by something other than a binding hold (which lapses on its own)."""
     return cordoned(nodes) - annotated(nodes, BINDING_HOLD)
-
-
-def wait_until_clean(problems: Callable[[], str], timeout: float, what: str, interval: float = 0.5) -> None:
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        last = problems()
-        if not last:
-            return
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}: {last}")
 
 
 def crash_nodes(karpy: KarpyEnv) -> list[dict[str, Any]]:
@@ -144,7 +129,7 @@ def test_random_kills_during_scaling_consolidation_and_termination_leave_a_consi
         "guarded", GUARDED, cpu="250m", memory="128Mi",
         tolerations=[{**GUARDED_TAINT, "operator": "Equal"}], nodeSelector={L.PROVISIONER_NAME: "guarded"},
     )  # fmt: skip
-    wait_for(lambda: len(karpy.running("guarded")) == GUARDED, 30, "the guarded pods Running")
+    until(lambda: len(karpy.running("guarded")) == GUARDED, 30, "the guarded pods Running")
     karpy.kill(setup)
     guarded = {p["metadata"]["uid"] for p in karpy.pods("guarded")}
     (guarded_node,) = pod_nodes(karpy.pods("guarded"))
@@ -172,8 +157,8 @@ def test_random_kills_during_scaling_consolidation_and_termination_leave_a_consi
             replicas = min(40, replicas + rng.randint(8, 16))
             karpy.scale("crash", replicas)
         if action != "consolidate":
-            time.sleep(rng.uniform(0.5, 4.0))
-        elif wait_for_log(ctrl, offset, REPLACING, 5):
+            time.sleep(rng.uniform(0.5, 4.0))  # chaos: the kill lands at a random moment (not a wait on state)
+        elif logged(ctrl, offset, REPLACING, 5):
             time.sleep(rng.uniform(0.0, 1.2))  # cordon, launch, readiness, delete, drain: about 1 s
         karpy.kill(ctrl)
         output = log_since(ctrl, offset)
@@ -190,13 +175,13 @@ def test_random_kills_during_scaling_consolidation_and_termination_leave_a_consi
     offset = log_size(setup)
     ctrl = karpy.start("replica-a", *FLAGS)
     karpy.scale("crash", 0)
-    wait_for(lambda: not crash_nodes(karpy), 30, "the crash pods' nodes consolidated away")
+    until(lambda: not crash_nodes(karpy), 30, "the crash pods' nodes consolidated away")
     replicas = 12
     karpy.scale("crash", replicas)
-    wait_for(lambda: len(karpy.running("crash")) == replicas, 30, f"{replicas} crash pods Running")
+    until(lambda: len(karpy.running("crash")) == replicas, 30, f"{replicas} crash pods Running")
     replicas = 2
     karpy.scale("crash", replicas)
-    assert wait_for_log(ctrl, offset, CORDONED, 30), "no replace started after shrinking to 2 pods"
+    assert logged(ctrl, offset, CORDONED, 30), "no replace started after shrinking to 2 pods"
     karpy.kill(ctrl)
     replace_kills += 1
     left = left_cordoned(karpy.nodes())
@@ -213,10 +198,10 @@ def test_random_kills_during_scaling_consolidation_and_termination_leave_a_consi
         left.difference_update(n["metadata"]["name"] for n in live(nodes) if not n["spec"].get("unschedulable"))
         return f"still cordoned or gone without being uncordoned: {sorted(left)}" if left else ""
 
-    wait_until_clean(still_cordoned, 10, "the cordons left by the last kill to be lifted", interval=0.1)
+    settled(still_cordoned, 10, "the cordons left by the last kill to be lifted", interval=0.1)
 
     # The PDB held throughout: the guarded pods were never evicted, their node still waits.
-    wait_for(lambda: len(karpy.running("crash")) == replicas, 60, f"all {replicas} crash pods Running")
+    until(lambda: len(karpy.running("crash")) == replicas, 60, f"all {replicas} crash pods Running")
     assert {p["metadata"]["uid"] for p in karpy.running("guarded")} == guarded, "a guarded pod was replaced"
     assert not [e for e in karpy.events("Evicted") if e["involvedObject"]["name"].startswith("guarded-")]
     assert [e for e in karpy.events("FailedDraining") if "PDB" in e["message"]], "no drain was refused by the PDB"
@@ -240,7 +225,7 @@ def test_random_kills_during_scaling_consolidation_and_termination_leave_a_consi
             )
         return "; ".join(p for p in problems if p)
 
-    wait_until_clean(unsettled, 60, "a settled cluster (every pod Running, nothing cordoned or deleting)")
+    settled(unsettled, 60, "a settled cluster (every pod Running, nothing cordoned or deleting)", interval=0.5)
     print(
         f"{RUNS + 1} kills, {consolidating_kills} while consolidating ({replace_kills} replacing), "
         f"{cordons_left} left a cordon; "

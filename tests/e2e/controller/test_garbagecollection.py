@@ -12,7 +12,8 @@ from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.kube.errors import NotFoundError
 from controller.kube.resources import NODES
-from tests.e2e.controller.conftest import KarpyEnv, wait_for
+from tests.e2e.env import KarpyEnv
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -48,9 +49,7 @@ def test_leaked_instance_terminated_after_30s_and_orphan_node_deleted(karpy: Kar
             return True
         return False
 
-    wait_for(orphan_gone, 15, "the node without an instance to be deleted")
-    wait_for(
-        lambda: leaked.provider_id not in {i.provider_id for i in karpy.cloud.list()}, 45, "the leak to be collected"
-    )
+    until(orphan_gone, 15, "the node without an instance to be deleted")
+    until(lambda: leaked.provider_id not in {i.provider_id for i in karpy.cloud.list()}, 45, "the leak to be collected")
     assert time.monotonic() - started >= 25  # not before its 30 s of grace (measured from launch)
     assert karpy.kube.get(NODES, unknown["metadata"]["name"])  # type: ignore[index]

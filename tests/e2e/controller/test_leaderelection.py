@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from tests.e2e.controller.conftest import KarpyEnv, wait_for
+from tests.e2e.env import KarpyEnv
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -15,19 +16,19 @@ def test_only_the_leader_acts_and_a_standby_takes_over_within_15s(karpy: KarpyEn
     karpy.provisioner()
     first = karpy.start("replica-a")
     second = karpy.start("replica-b", wait_ready=False)
-    wait_for(lambda: second.status().get("synced"), 30, "the standby to sync its state")
+    until(lambda: second.status().get("synced"), 30, "the standby to sync its state")
     assert first.status()["leader"] and not second.status()["leader"]
 
     karpy.deployment("one", 3, cpu="500m")
-    wait_for(lambda: len(karpy.running("one")) == 3, 20, "pods Running")
+    until(lambda: len(karpy.running("one")) == 3, 20, "pods Running")
     assert [d for d in first.get("/api/v1/decisions") if d["action"] == "launched"]
     assert second.get("/api/v1/decisions") == []  # the standby decided nothing
 
     karpy.kill(first)
     killed = time.monotonic()
-    wait_for(lambda: second.status().get("leader"), 15, "the standby to become leader within 15 s")
+    until(lambda: second.status().get("leader"), 15, "the standby to become leader within 15 s")
     handover = time.monotonic() - killed
     karpy.deployment("two", 3, cpu="2")  # does not fit on the first node
-    wait_for(lambda: len(karpy.running("two")) == 3, 20, "the new leader to provision")
+    until(lambda: len(karpy.running("two")) == 3, 20, "the new leader to provision")
     assert [d for d in second.get("/api/v1/decisions") if d["action"] == "launched"]
     print(f"handover took {handover:.1f}s")

@@ -29,8 +29,9 @@ import pytest
 from controller.kube.client import KubeClient
 from controller.kube.errors import KubeError
 from controller.kube.resources import NODES, PODS
-from tests.e2e.controller.conftest import KarpyEnv, wait_for
+from tests.e2e.env import KarpyEnv
 from tests.support import placement
+from tests.support.poll import settled, until
 
 pytestmark = pytest.mark.e2e
 
@@ -81,7 +82,7 @@ class Recorder:
                 return
 
     def stop(self) -> list[placement.Event]:
-        time.sleep(1.0)  # let the last writes arrive
+        time.sleep(1.0)  # the observer's own watch streams drain (a settle time for the recorder, not a wait on karpy)
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=10)
@@ -312,15 +313,14 @@ def _missing(env: KarpyEnv, workloads: list[Workload], mode: str) -> list[str]:
 
 
 def _wait_settled(env: KarpyEnv, workloads: list[Workload], mode: str, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
+    def problems() -> str:
         missing = _missing(env, workloads, mode)
         if not missing:
-            return
-        if time.monotonic() > deadline:
-            pending = {p["metadata"]["name"] for p in env.pods() if not p["spec"].get("nodeName")}
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}: {missing}; pending {sorted(pending)}")
-        time.sleep(0.5)
+            return ""
+        pending = {p["metadata"]["name"] for p in env.pods() if not p["spec"].get("nodeName")}
+        return f"{missing}; pending {sorted(pending)}"
+
+    settled(problems, timeout, what, interval=0.5)
 
 
 def _waves(mode: str, w: Workload) -> list[int]:
@@ -357,10 +357,10 @@ def test_every_binding_is_one_kube_scheduler_accepts(recorded: tuple[KarpyEnv, R
                 counts = plan[w.name]
                 if 0 < wave < len(counts) and counts[wave] != counts[wave - 1]:
                     env.scale(w.name, counts[wave])
-            if mode == "waves" and wave == 0:
-                time.sleep(2.0)  # the first nodes are in flight when the second wave comes
+            if mode == "waves" and wave == 0:  # the first nodes are in flight when the second wave comes
+                until(env.nodes, 60, "the first wave's nodes launched")
             elif mode == "waves" and wave == 1:
-                wait_for(lambda: len(env.nodes()) > 0 and any(env.running(w.name) for w in scenario.workloads),
+                until(lambda: len(env.nodes()) > 0 and any(env.running(w.name) for w in scenario.workloads),
                          60, "some pods Running on karpy's nodes")  # fmt: skip
             elif mode == "restart" and wave == 0:
                 first = [_first(w, plan) for w in scenario.workloads]

@@ -9,7 +9,8 @@ import pytest
 from controller.core import labels as L
 from controller.core.resources import parse_resources
 from controller.kube.resources import PROVISIONERS
-from tests.e2e.controller.conftest import KarpyEnv, wait_for
+from tests.e2e.env import KarpyEnv
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +27,7 @@ def test_thirty_pods_that_fit_nowhere_run_within_15s_on_nodes_shaped_by_the_prov
     # covers pods that wait for a startup taint's removal)
     tolerations = [TOLERATION, {"key": STARTUP_TAINT["key"], "operator": "Exists"}]
     karpy.deployment("web", 30, cpu="1", memory="1Gi", tolerations=tolerations)
-    wait_for(lambda: len(karpy.running("web")) == 30, 15, "30 pods Running within 15 s of creation")
+    until(lambda: len(karpy.running("web")) == 30, 15, "30 pods Running within 15 s of creation")
     elapsed = time.monotonic() - created
     nodes = karpy.nodes()
     assert nodes
@@ -46,7 +47,7 @@ def test_thirty_pods_that_fit_nowhere_run_within_15s_on_nodes_shaped_by_the_prov
         want = sum(parse_resources(n["status"]["capacity"])["cpu"] for n in karpy.nodes())
         return parse_resources(status).get("cpu") == want
 
-    wait_for(counted, 10, "status.resources to count the nodes' capacity")
+    until(counted, 10, "status.resources to count the nodes' capacity")
 
     def columns(name: str) -> dict[str, str]:
         """`kubectl get provisioners NAME` as header → value (columns are aligned: a value starts
@@ -57,7 +58,7 @@ def test_thirty_pods_that_fit_nowhere_run_within_15s_on_nodes_shaped_by_the_prov
     shown = columns("default")  # NAME READY CAPACITY TYPES ... as `kubectl get provisioners` prints them
     assert shown["READY"] == "True" and shown["NODES"] == str(len(karpy.nodes())), shown
     karpy.provisioner("broken", providerRef={"name": "nowhere"})
-    wait_for(lambda: columns("broken").get("READY") == "False", 10, "the Provisioner with a missing template not Ready")
+    until(lambda: columns("broken").get("READY") == "False", 10, "the Provisioner with a missing template not Ready")
     (ready,) = karpy.kube.get(PROVISIONERS, "broken")["status"]["conditions"]
     assert ready["reason"] == "NodeTemplateNotFound" and "'nowhere'" in ready["message"]
     print(f"30 pods Running {elapsed:.1f}s after creation on {len(nodes)} node(s)")
@@ -67,13 +68,13 @@ def test_limits_are_never_exceeded_and_the_rest_stay_pending_with_a_reason(karpy
     karpy.provisioner(limits={"resources": {"cpu": "10"}})
     karpy.start()
     karpy.deployment("big", 30, cpu="1", memory="512Mi")
-    wait_for(lambda: karpy.running("big"), 20, "some pods Running")
-    time.sleep(3)  # give it every chance to overshoot
+    until(lambda: karpy.running("big"), 20, "some pods Running")
+    karpy.passes("provisioning", 15)  # give it every chance to overshoot
     total = sum(parse_resources(n["status"]["capacity"])["cpu"] for n in karpy.nodes())
     assert 0 < total <= 10_000
     pending = [p for p in karpy.pods("big") if not p["spec"].get("nodeName")]
     assert pending
-    reasons = wait_for(
+    reasons = until(
         lambda: [e for e in karpy.events("FailedScheduling") if e.get("source", {}).get("component") == "karpy"],
         15,
         "a karpy FailedScheduling event",

@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from localcluster import LocalCluster
-from tests.e2e.conftest import WebhookServer
-from tests.e2e.controller.conftest import KarpyEnv, karpy_env, wait_for
 from tests.e2e.controller.test_placement import Recorder, _bound_by_kube_scheduler
+from tests.e2e.env import KarpyEnv, WebhookServer, karpy_env
 from tests.support import placement
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +68,7 @@ def _all_running(env: KarpyEnv, wanted: dict[str, int]) -> bool:
 
 
 def _settle(env: KarpyEnv, wanted: dict[str, int], timeout: float, what: str) -> None:
-    wait_for(lambda: _all_running(env, wanted), timeout, what, interval=0.5)
+    until(lambda: _all_running(env, wanted), timeout, what, interval=0.5)
 
 
 def run_issue_scenario(env: KarpyEnv, mode: str) -> dict[str, Any]:
@@ -81,14 +81,14 @@ def run_issue_scenario(env: KarpyEnv, mode: str) -> dict[str, Any]:
         env.apply({"apiVersion": "v1", "kind": "List", "items": [_manifest(env, n, c) for n, c in full.items()]})
     elif mode == "waves":
         env.apply(_manifest(env, "generic", full["generic"]))
-        time.sleep(0.3)  # one after another within a second, as in the issue
+        time.sleep(0.3)  # pacing the workload: one after another within a second, as in the issue
         env.apply(_manifest(env, "zs", 2))
         time.sleep(0.3)
         env.apply(_manifest(env, "od", full["od"]))
         env.apply(_manifest(env, "anti", full["anti"]))
-        time.sleep(2.0)  # the first nodes are in flight
+        until(env.nodes, 60, "the first nodes in flight")
         env.scale("zs", 4)
-        wait_for(lambda: len(env.running("generic")) > 0, 90, "the first pods Running on karpy's nodes")
+        until(lambda: len(env.running("generic")) > 0, 90, "the first pods Running on karpy's nodes")
         env.scale("zs", full["zs"])
     else:
         half = {name: max(1, count // 2) for name, count in full.items()}
@@ -142,10 +142,10 @@ def test_a_spread_pod_is_gated_at_creation_and_released_pinned_by_provisioning(
     env = karpy
     env.provisioner("default", **PROVISIONER)
     env.apply(_manifest(env, "zs", 1))
-    pod = wait_for(lambda: env.pods("zs"), 30, "the spread pod created")[0]
+    pod = until(lambda: env.pods("zs"), 30, "the spread pod created")[0]
     assert pod["spec"].get("schedulingGates") == [{"name": GATE}]
     env.apply(_manifest(env, "generic", 1))  # an ordinary pod is not gated
-    plain = wait_for(lambda: env.pods("generic"), 30, "the generic pod created")[0]
+    plain = until(lambda: env.pods("generic"), 30, "the generic pod created")[0]
     assert not plain["spec"].get("schedulingGates")
     env.start()
     _settle(env, {"zs": 1, "generic": 1}, 120, "both pods Running")

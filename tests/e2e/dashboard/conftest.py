@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from localcluster import procs
-from tests.e2e.controller.conftest import REPO, Controller, KarpyEnv, karpy  # noqa: F401  (the `karpy` fixture)
+from tests.e2e.env import REPO, Controller, KarpyEnv
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -40,7 +40,7 @@ def _healthy(url: str) -> bool:
 
 
 @pytest.fixture
-def dashboard(karpy: KarpyEnv) -> Iterator[tuple[KarpyEnv, Dashboard]]:  # noqa: F811
+def dashboard(karpy: KarpyEnv) -> Iterator[tuple[KarpyEnv, Dashboard]]:
     ctrl = karpy.start()
     port = procs.free_port()
     argv = [

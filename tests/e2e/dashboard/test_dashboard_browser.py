@@ -21,8 +21,9 @@ import pytest
 from controller.core import labels as L
 from controller.kube.errors import KubeError
 from controller.kube.resources import NODES
-from tests.e2e.controller.conftest import KarpyEnv, wait_for
 from tests.e2e.dashboard.conftest import Dashboard
+from tests.e2e.env import KarpyEnv
+from tests.support.poll import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -68,7 +69,7 @@ def test_dashboard_in_chromium(dashboard: tuple[KarpyEnv, Dashboard], browser: A
 
 
 def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
-    wait_for(lambda: len(env.running("web")) == 2 and _guarded_node(env), 120, "web and guarded pods running")
+    until(lambda: len(env.running("web")) == 2 and _guarded_node(env), 120, "web and guarded pods running")
     guarded = _guarded_node(env)
     capped_key = f"{env.namespace}/" + env.pods("capped")[0]["metadata"]["name"]
 
@@ -87,7 +88,7 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
         return "limits would be exceeded" in pods.get(capped_key, "") and "do not evict" in outlook
 
     try:
-        wait_for(api_ready, 120, "the capped pod's reason and the guarded node's outlook", interval=1)
+        until(api_ready, 120, "the capped pod's reason and the guarded node's outlook", interval=1)
     except pytest.fail.Exception:
         pytest.fail(f"no reason for {capped_key} or outlook for {guarded}; saw {seen}")
 

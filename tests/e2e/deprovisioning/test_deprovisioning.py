@@ -25,8 +25,8 @@ from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.core.resources import parse_resources
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS
-from tests.e2e.controller.conftest import Controller, KarpyEnv, wait_for
-from tests.e2e.deprovisioning.conftest import FAST
+from tests.e2e.env import FAST, Controller, KarpyEnv
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -110,10 +110,10 @@ def test_scale_to_zero_removes_the_nodes_within_30s_and_zeroes_status_resources(
     karpy.provisioner(ttlSecondsAfterEmpty=5)
     karpy.start("replica-a", *FAST)
     karpy.deployment("web", 12, cpu="1", memory="1Gi")
-    wait_for(lambda: len(karpy.running("web")) == 12, 20, "12 pods Running")
+    until(lambda: len(karpy.running("web")) == 12, 20, "12 pods Running")
     before = names(karpy.nodes())
     assert before
-    wait_for(
+    until(
         lambda: parse_resources(karpy.kube.get(PROVISIONERS, "default").get("status", {}).get("resources", {})),
         10,
         "status.resources to count the nodes",
@@ -121,14 +121,14 @@ def test_scale_to_zero_removes_the_nodes_within_30s_and_zeroes_status_resources(
 
     karpy.scale("web", 0)
     scaled = time.monotonic()
-    wait_for(lambda: not karpy.nodes(), 30, "every node to be gone within 30 s of scaling to zero")
+    until(lambda: not karpy.nodes(), 30, "every node to be gone within 30 s of scaling to zero")
     elapsed = time.monotonic() - scaled
 
     def zero() -> bool:
         resources = karpy.kube.get(PROVISIONERS, "default").get("status", {}).get("resources") or {}
         return all(v == 0 for v in parse_resources(resources).values())
 
-    wait_for(zero, 5, "status.resources to be zero")
+    until(zero, 5, "status.resources to be zero")
     assert karpy.cloud.list() == []
     assert [e for e in karpy.events("DeprovisioningTerminating") if e["involvedObject"]["name"] in before]
     print(f"{len(before)} node(s) gone {elapsed:.1f}s after scaling to zero")
@@ -151,7 +151,7 @@ def test_consolidation_after_halving_a_deployment_leaves_fewer_or_cheaper_nodes(
     karpy.provisioner(consolidation={"enabled": True})
     ctrl = karpy.start("replica-a", *FAST)
     karpy.deployment("web", 16, cpu="1", memory="1Gi")
-    wait_for(lambda: settled(karpy, "web", 16), 30, "16 pods Running")
+    until(lambda: settled(karpy, "web", 16), 30, "16 pods Running")
     count_before, price_before = fleet(karpy)
     first = names(karpy.nodes())
 
@@ -164,7 +164,7 @@ def test_consolidation_after_halving_a_deployment_leaves_fewer_or_cheaper_nodes(
         count, price = fleet(karpy)
         return (count, price) if count < count_before or price < price_before - 1e-9 else None
 
-    count_after, price_after = wait_for(consolidated, 60, "fewer or cheaper nodes with 8 pods Running")
+    count_after, price_after = until(consolidated, 60, "fewer or cheaper nodes with 8 pods Running")
     elapsed = time.monotonic() - halved
     assert count_after < count_before or price_after < price_before
     assert karpy.consistent() == ""
@@ -187,7 +187,7 @@ def test_a_half_empty_node_no_single_node_can_take_over_is_repacked_onto_two(kar
                       requirements=[{"key": L.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}])  # fmt: skip
     ctrl = karpy.start("replica-a", *FAST)
     karpy.deployment("web", 7, cpu="4", memory="1Gi")
-    wait_for(lambda: settled(karpy, "web", 7), 30, "7 pods Running")
+    until(lambda: settled(karpy, "web", 7), 30, "7 pods Running")
     count_before, price_before = fleet(karpy)
     assert count_before == 1, "the scenario needs the 7 pods on one node"
     first = names(karpy.nodes())
@@ -199,7 +199,7 @@ def test_a_half_empty_node_no_single_node_can_take_over_is_repacked_onto_two(kar
             return None
         return fleet(karpy)
 
-    count_after, price_after = wait_for(repacked, 60, "the node replaced, 4 pods Running")
+    count_after, price_after = until(repacked, 60, "the node replaced, 4 pods Running")
     assert count_after == 2 and price_after < price_before, (count_after, price_after, price_before)
     assert actions(ctrl).get("consolidation/replace") == 1, actions(ctrl)
     print(f"repacked: 1 node ${price_before:.4f}/h -> {count_after} nodes ${price_after:.4f}/h")
@@ -215,10 +215,10 @@ def _one_underused_node(karpy: KarpyEnv, provisioner: dict[str, Any], **pod: Any
     karpy.start("replica-a", *FAST)
     karpy.deployment("keep", 1, cpu="500m", memory="256Mi", **pod)
     karpy.deployment("filler", 7, cpu="1", memory="1Gi")
-    wait_for(lambda: settled(karpy, "keep", 1) and settled(karpy, "filler", 7), 30, "keep and filler Running")
+    until(lambda: settled(karpy, "keep", 1) and settled(karpy, "filler", 7), 30, "keep and filler Running")
     (node,) = pod_nodes(karpy, "keep")
     karpy.scale("filler", 0)
-    wait_for(lambda: not karpy.pods("filler"), 20, "filler pods gone")
+    until(lambda: not karpy.pods("filler"), 20, "filler pods gone")
     return node
 
 
@@ -230,25 +230,29 @@ def test_a_do_not_evict_pod_keeps_its_node_from_consolidation_and_expiry(karpy: 
         metadata={"annotations": {L.DO_NOT_EVICT: "true"}},
     )
     (pod,) = karpy.pods("keep")
-    wait_for(lambda: blocked_events(karpy, node, "do not evict"), 30, "a DeprovisioningBlocked do-not-evict event")
+    until(lambda: blocked_events(karpy, node, "do not evict"), 30, "a DeprovisioningBlocked do-not-evict event")
     created = karpy.kube.get(NODES, node)["metadata"]["creationTimestamp"]
     # until well past the TTL and several validation waits: the node, its pod and its schedulability stay
     expires = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp() + ttl
-    while time.time() < expires + 5:
+
+    def kept_past_expiry() -> bool:
         current = karpy.kube.get(NODES, node)
         assert current["metadata"]["creationTimestamp"] == created
         assert not current["metadata"].get("deletionTimestamp")
         assert not current["spec"].get("unschedulable")
         assert karpy.kube.get(PODS, pod["metadata"]["name"], karpy.namespace)["spec"]["nodeName"] == node
-        time.sleep(1)
+        return time.time() >= expires + 5
+
+    until(kept_past_expiry, ttl + 60, "the node, its pod and its schedulability kept past the TTL", interval=1.0)
+    karpy.passes("deprovisioning", 6)
     assert node in names(karpy.nodes())
     assert not evictions(karpy, "keep")
 
     # control: once the annotation is gone the same node is expired and replaced
     karpy.kube.patch(PODS, pod["metadata"]["name"], {"metadata": {"annotations": {L.DO_NOT_EVICT: None}}},
                      karpy.namespace)  # fmt: skip
-    wait_for(lambda: karpy.node_gone(node), 30, "the node to go once the pod may be evicted")
-    wait_for(lambda: settled(karpy, "keep", 1), 30, "keep Running on another node")
+    until(lambda: karpy.node_gone(node), 30, "the node to go once the pod may be evicted")
+    until(lambda: settled(karpy, "keep", 1), 30, "keep Running on another node")
 
 
 # 4. PDB, consolidation side ------------------------------------------------------------------
@@ -264,9 +268,9 @@ def test_a_pdb_allowing_no_disruption_makes_its_node_no_consolidation_candidate(
             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "keep"}}},
         }
     )
-    wait_for(lambda: blocked_events(karpy, node, "prevents pod evictions"), 30, "a DeprovisioningBlocked PDB event")
+    until(lambda: blocked_events(karpy, node, "prevents pod evictions"), 30, "a DeprovisioningBlocked PDB event")
     (pod,) = karpy.pods("keep")
-    time.sleep(6)  # several passes and validation waits
+    karpy.passes("deprovisioning", 12)  # several passes and validation waits (0.5 s apart, waits of 2 s)
     current = karpy.kube.get(NODES, node)
     assert not current["metadata"].get("deletionTimestamp") and not current["spec"].get("unschedulable")
     assert names(karpy.nodes()) == {node}
@@ -277,8 +281,8 @@ def test_a_pdb_allowing_no_disruption_makes_its_node_no_consolidation_candidate(
     # control: without the PDB the same node is consolidated (replaced by a cheaper one)
     price = node_price(current)
     karpy.kube.delete(PDBS, "keep", karpy.namespace)
-    wait_for(lambda: karpy.node_gone(node), 40, "the node to be consolidated once the PDB is gone")
-    wait_for(lambda: settled(karpy, "keep", 1), 30, "keep Running on the replacement")
+    until(lambda: karpy.node_gone(node), 40, "the node to be consolidated once the PDB is gone")
+    until(lambda: settled(karpy, "keep", 1), 30, "keep Running on the replacement")
     count, total = fleet(karpy)
     assert count <= 1 and total < price
 
@@ -291,7 +295,7 @@ def test_expiry_replaces_a_node_after_its_ttl_and_the_pods_move(karpy: KarpyEnv)
     karpy.provisioner(ttlSecondsUntilExpired=ttl)
     ctrl = karpy.start("replica-a", *FAST)
     karpy.deployment("web", 3, cpu="1", memory="1Gi")
-    wait_for(lambda: settled(karpy, "web", 3), 20, "3 pods Running")
+    until(lambda: settled(karpy, "web", 3), 20, "3 pods Running")
     old = names(karpy.nodes())
     old_pods = {p["metadata"]["name"] for p in karpy.pods("web")}
     started = time.monotonic()
@@ -309,7 +313,7 @@ def test_expiry_replaces_a_node_after_its_ttl_and_the_pods_move(karpy: KarpyEnv)
             return None
         return current
 
-    new = wait_for(replaced, ttl + 40, "the old node(s) gone and the pods Running on new ones", interval=0.1)
+    new = until(replaced, ttl + 40, "the old node(s) gone and the pods Running on new ones", interval=0.1)
     elapsed = time.monotonic() - started
     # replacement capacity was up before the old node was deleted (spec §6.7)
     assert set(deleting) == old, "an old node went without being seen deleting"

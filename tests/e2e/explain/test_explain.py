@@ -32,7 +32,8 @@ from controller.core import labels as L
 from controller.kube.errors import KubeError
 from controller.kube.resources import NODES, Kind
 from localcluster import LocalCluster
-from tests.e2e.controller.conftest import REPO, Controller, KarpyEnv, karpy_env, wait_for
+from tests.e2e.env import REPO, Controller, KarpyEnv, karpy_env
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -72,7 +73,7 @@ class Scenario:
             answer = self.karpy_cli("explain", "node", name)
             return answer if all(b["kind"] != "not-candidate" for b in answer["blockers"]) else None
 
-        return wait_for(candidate, 30, f"node {name} to be a candidate")
+        return until(candidate, 30, f"node {name} to be a candidate")
 
     def node_of(self, app: str) -> str:
         running = self.karpy.running(app)
@@ -104,7 +105,7 @@ def scenario(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFacto
 
 def _one_node_each(s: Scenario, app: str, **pod: Any) -> str:
     s.karpy.deployment(app, 1, cpu="3", memory="1Gi", **pod)
-    return str(wait_for(lambda: s.node_of(app), 60, f"{app} Running on its own node"))
+    return str(until(lambda: s.node_of(app), 60, f"{app} Running on its own node"))
 
 
 def _volume_pinned_pod(s: Scenario, node: str) -> None:
@@ -126,7 +127,7 @@ def _volume_pinned_pod(s: Scenario, node: str) -> None:
     })  # fmt: skip
     s.karpy.deployment("vol", 1, cpu="100m", memory="64Mi",
                        volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])  # fmt: skip
-    wait_for(lambda: s.node_of("vol") == node, 60, "the volume-pinned pod Running on its node")
+    until(lambda: s.node_of("vol") == node, 60, "the volume-pinned pod Running on its node")
 
 
 @pytest.fixture(scope="module")
@@ -176,12 +177,14 @@ def test_removing_the_movable_node_by_hand_gives_the_predicted_destination_and_p
     assert free["pricePerHour"] == pytest.approx(node_price(s.karpy.kube.get(NODES, s.nodes["free"])))
     before = {n["metadata"]["name"] for n in s.karpy.nodes()}
     s.karpy.kube.delete(NODES, s.nodes["free"])
-    wait_for(lambda: s.node_of("free") not in ("", s.nodes["free"]), 90, "the free pod Running elsewhere")
+    until(lambda: s.node_of("free") not in ("", s.nodes["free"]), 90, "the free pod Running elsewhere")
     (new_name,) = {s.node_of("free")} - before
     node = s.karpy.kube.get(NODES, new_name)
     labels = node["metadata"]["labels"]
     assert (labels[L.INSTANCE_TYPE], labels[L.ZONE], labels[L.CAPACITY_TYPE]) == (
-        predicted["instanceType"], predicted["zone"], predicted["capacityType"]
+        predicted["instanceType"],
+        predicted["zone"],
+        predicted["capacityType"],
     )
     assert node_price(node) == pytest.approx(predicted["pricePerHour"])
 
@@ -204,7 +207,7 @@ def test_explain_pod_names_the_cause_of_each_of_five_pending_pods(scenario: Scen
         s.karpy.deployment(app, 1, cpu=str(fields.pop("cpu", "2")), memory="1Gi", **fields)
     names = {}
     for app in BROKEN:
-        pods = wait_for(functools.partial(s.karpy.pods, app), 30, f"{app}'s pod")
+        pods = until(functools.partial(s.karpy.pods, app), 30, f"{app}'s pod")
         names[app] = pods[0]["metadata"]["name"]
     for app, (_, provisioner, cause) in BROKEN.items():
         key = f"{s.karpy.namespace}/{names[app]}"
@@ -213,7 +216,7 @@ def test_explain_pod_names_the_cause_of_each_of_five_pending_pods(scenario: Scen
             answer = s.karpy_cli("explain", "pod", k)
             return answer if answer.get("lastEvaluation") else None
 
-        answer = wait_for(evaluated, 60, f"the controller's evaluation of {app}")
+        answer = until(evaluated, 60, f"the controller's evaluation of {app}")
         assert answer["status"] == "pending", answer
         assert answer["lastEvaluation"]["outcome"] == "unschedulable"
         reasons = {p["provisioner"]: p.get("reason", "") for p in answer["provisioners"]}
@@ -238,7 +241,7 @@ def test_what_if_names_the_gpu_type_and_price_the_controller_then_launches(scena
     text = s.karpy_cli("what-if", "--pod", str(path), output="table")
     assert predicted["instanceType"] in text and "added price" in text
     s.karpy.apply(manifest)
-    node_name = wait_for(lambda: s.node_of(GPU), 60, "the GPU pod Running")
+    node_name = until(lambda: s.node_of(GPU), 60, "the GPU pod Running")
     node = s.karpy.kube.get(NODES, node_name)
     assert node["metadata"]["labels"][L.INSTANCE_TYPE] == predicted["instanceType"]
     assert node_price(node) == pytest.approx(predicted["pricePerHour"])

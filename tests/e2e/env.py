@@ -1,13 +1,20 @@
-"""Fixtures for the controller's end-to-end tests on the real local control plane.
+"""The one end-to-end environment: what every e2e test drives, on the real local control plane.
 
-`karpy` (per test) gives a fresh namespace, a fresh simulated-cloud SQLite file, and a
-`ControllerRunner` that starts `karpy controller` processes against the session's
-`local_cluster` (text logs in the test's tmp dir, its own Lease name, the HTTP server on a free
-port), kills them (SIGKILL) or stops them (SIGTERM). Teardown deletes what the test made and
-strips finalizers from any node left over, so tests do not leak into each other.
-`karpy_env(cluster, tmp_path)` gives the same on another cluster (a test's own).
-Assertions read the API server through karpy's own `KubeClient` (fast) and the cloud through
-`SimulatedCloudProvider` on the same file.
+- `Kube` — a thin kubectl helper over a `LocalCluster`; `WebhookServer` — karpy's webhook server
+  as the `webhook_server` fixture runs it;
+- `KarpyEnv` (the `karpy` fixture, or `karpy_env(cluster, tmp_path)` on a test's own cluster) —
+  a fresh namespace, a fresh simulated-cloud SQLite file, and `karpy controller` processes
+  against the cluster (text logs in the test's tmp dir, its own Lease name, the HTTP server on a
+  free port) that a test starts, kills (SIGKILL) or stops (SIGTERM). Teardown deletes what the
+  test made and strips finalizers from any node left over, so tests do not leak into each other.
+  Assertions read the API server through karpy's own `KubeClient` (fast) and the cloud through
+  `SimulatedCloudProvider` on the same file;
+- `FAST` — the flags that shorten deprovisioning's timings (validation wait, poll period,
+  consolidated reset, job interval) so a test takes seconds. A new node is nominated, hence left
+  alone by deprovisioning, for max(2 × batch max, 10 s) (spec §5.10): `--batch-max-seconds 5`
+  brings that to its 10 s floor.
+Waiting is `tests.support.poll.until` (poll state with a deadline), never a sleep. The fixtures
+are in `tests/e2e/conftest.py`, shared by every e2e directory.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import contextlib
 import functools
 import itertools
 import json
+import subprocess
 import sys
 import time
 import urllib.request
@@ -33,26 +41,12 @@ from controller.kube.client import KubeClient
 from controller.kube.errors import KubeError, NotFoundError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
 from localcluster import LocalCluster, procs
+from tests.support.poll import until
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 _counter = itertools.count(1)
 DEPLOYMENTS = Kind("deployments", "apps/v1", "deployments", True)
 NAMESPACES = Kind("namespaces", "v1", "namespaces", False)
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition", interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except KubeError as err:
-            last = err
-        else:
-            if last:
-                return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last value: {last!r}")
 
 
 @dataclass
@@ -65,6 +59,15 @@ class Controller:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
             body = resp.read()
         return json.loads(body) if path.startswith("/api/") else body.decode()
+
+    def reconciles(self, controller: str) -> float:
+        """How many passes `controller` (its `name`: "provisioning", "deprovisioning",
+        "node.termination", …) has completed, from `controller_runtime_reconcile_total`."""
+        wanted = ("controller_runtime_reconcile_total{", f'controller="{controller}"', 'result="success"')
+        for line in str(self.get("/metrics")).splitlines():
+            if line.startswith(wanted[0]) and wanted[1] in line and wanted[2] in line:
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
 
     def status(self) -> dict[str, Any]:
         try:
@@ -110,6 +113,13 @@ class KarpyEnv:
     def _ready(self, ctrl: Controller) -> bool:
         status = ctrl.status()
         return bool(status.get("synced") and status.get("leader"))
+
+    def passes(self, controller: str, count: int = 3, timeout: float = 60.0) -> None:
+        """Wait until the running controller process has completed `count` more passes of
+        `controller`: what a test waits for before saying that something did not happen."""
+        ctrl = self.controllers[-1]
+        start = ctrl.reconciles(controller)
+        until(lambda: ctrl.reconciles(controller) >= start + count, timeout, f"{count} more {controller} passes")
 
     def kill(self, ctrl: Controller) -> None:
         procs.stop(ctrl.proc, grace_seconds=0)
@@ -203,17 +213,19 @@ class KarpyEnv:
 
     # teardown --------------------------------------------------------------------------------
 
+    def _namespace_gone(self) -> bool:
+        try:
+            self.kube.get(NAMESPACES, self.namespace)
+        except NotFoundError:
+            return True
+        return False
+
     def cleanup(self) -> None:
         # The namespace goes first, while nodes (and kwok) still run its pods, so no pending pod of
         # this test is left for the next test's controller to provision for.
         _ignore(lambda: self.kube.delete(NAMESPACES, self.namespace))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                self.kube.get(NAMESPACES, self.namespace)
-            except NotFoundError:
-                break
-            time.sleep(0.5)
+        with contextlib.suppress(pytest.fail.Exception):  # a namespace slow to go is not the test's failure
+            until(self._namespace_gone, 60, f"namespace {self.namespace} to be deleted", interval=0.5)
         for ctrl in self.controllers:
             procs.stop(ctrl.proc, grace_seconds=5)
         for name in [p["metadata"]["name"] for p in self.kube.list(PROVISIONERS).items]:
@@ -252,7 +264,42 @@ def karpy_env(cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
         env.cleanup()
 
 
-@pytest.fixture
-def karpy(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[KarpyEnv]:
-    with karpy_env(local_cluster, tmp_path) as env:
-        yield env
+@dataclass(frozen=True)
+class WebhookServer:
+    url_base: str
+    ca_crt: Path
+    proc: procs.Proc
+
+
+class Kube:
+    """A thin kubectl helper over one `LocalCluster`."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.cluster.kubeconfig
+
+    def run(self, *args: str, input: str | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl(*args, input=input, check=check)
+
+    def apply(self, manifest: str | dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+        text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+        return self.run("apply", *args, "-f", "-", input=text)
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.cluster.kubectl("get", *args, "-o", "json").stdout)
+
+    def delete(self, *args: str) -> None:
+        self.cluster.kubectl("delete", "--ignore-not-found", "--wait=false", *args)
+
+
+FAST = (
+    "--batch-max-seconds", "5",
+    "--deprovisioning-interval-seconds", "0.5",
+    "--validation-wait-seconds", "2",
+    "--poll-period-seconds", "1",
+    "--consolidated-reset-seconds", "5",
+    "--replacement-timeout-seconds", "60",
+)  # fmt: skip
