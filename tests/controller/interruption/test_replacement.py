@@ -119,10 +119,10 @@ def test_an_instance_karpy_did_not_launch_is_left_to_its_owner() -> None:
     ctrl = InterruptionController(
         world.state,
         world.kube,
-        queue,
+        queue,  # type: ignore[arg-type]
         world.recorder,
         world.decisions,
-        owns=owns,  # type: ignore[arg-type]
+        owns=owns,
     )
     world.sync()
     queue.put(ec2_event("EC2 Instance State-change Notification", "i-0kkk", state="stopping"))

@@ -25,8 +25,8 @@ from controller.core import labels as L
 from controller.kube.errors import KubeError
 from controller.kube.resources import NODES
 from localcluster import LocalCluster
-from tests.e2e.controller.conftest import REPO, KarpyEnv, karpy_env, wait_for
-from tests.e2e.deprovisioning.conftest import FAST
+from tests.e2e.env import FAST, REPO, KarpyEnv, karpy_env
+from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
@@ -91,7 +91,7 @@ def test_simulate_from_cluster_plans_the_consolidation_karpy_then_reaches(cluste
     karpy, names = cluster
     karpy.provisioner("default", consolidation={"enabled": True})
     karpy.deployment("web", NODES_MADE, cpu="1", memory="1Gi")
-    wait_for(lambda: len(karpy.running("web")) == NODES_MADE, 60, "the pods Running on the hand-made nodes")
+    until(lambda: len(karpy.running("web")) == NODES_MADE, 60, "the pods Running on the hand-made nodes")
     assert {p["spec"]["nodeName"] for p in karpy.running("web")} <= set(names)
 
     plan = _simulate(karpy)
@@ -118,5 +118,5 @@ def test_simulate_from_cluster_plans_the_consolidation_karpy_then_reaches(cluste
             and not any(n["metadata"].get("deletionTimestamp") for n in karpy.kube.list(NODES).items)
         )
 
-    wait_for(reached, 240, f"the fleet at or below {target:.4f} $/h", interval=1)
+    until(reached, 240, f"the fleet at or below {target:.4f} $/h", interval=1)
     assert _fleet_price(karpy) >= plan["after"]["pricePerHour"] * 0.98, (_fleet_price(karpy), plan["after"])
