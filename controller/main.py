@@ -269,7 +269,13 @@ def _aws_jobs(
         queue = InterruptionQueue(api, settings.aws_interruption_queue)
         unavailable = cloud.unavailable  # type: ignore[attr-defined]
         interruption = InterruptionController(
-            state, kube, queue, recorder, decisions, unavailable.mark, owns=cloud.has_seen  # type: ignore[attr-defined]
+            state,
+            kube,
+            queue,
+            recorder,
+            decisions,
+            unavailable.mark,
+            owns=cloud.has_seen,  # type: ignore[attr-defined]
         )
         jobs += [Job(interruption, 1.0, needs_cloud=True), Job(Replacements(interruption), 1.0, needs_cloud=True)]
     return jobs
