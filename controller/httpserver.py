@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from controller.decisions import DecisionLog
+from controller.kube.access import UNAUTHENTICATED, Verdict, bearer
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,7 @@ class ControllerHTTPServer:
         *,
         prefixes: Mapping[str, Routed] | None = None,
         posts: Mapping[str, Posted] | None = None,
+        access: Callable[[str], Verdict] | None = None,
     ) -> None:
         outer = self
         bounds = limits or HTTPLimits()
@@ -131,8 +133,21 @@ class ControllerHTTPServer:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _refused(self) -> bool:
+                """True when an /api/ call lacks a token Kubernetes authorizes (answered here)."""
+                if access is None or not urlparse(self.path).path.startswith("/api/"):
+                    return False
+                token = bearer(self.headers.get("Authorization"))
+                verdict = access(token) if token else UNAUTHENTICATED
+                if verdict.allowed:
+                    return False
+                self._send(verdict.status, json.dumps({"error": verdict.reason}).encode(), "application/json")
+                return True
+
             def do_GET(self) -> None:
                 try:
+                    if self._refused():
+                        return
                     self._get()
                 except Exception as err:  # a handler error is answered, never dropped
                     body = json.dumps({"error": f"unavailable: {type(err).__name__}"}).encode()
@@ -147,6 +162,8 @@ class ControllerHTTPServer:
                 handler = outer.posts.get(urlparse(self.path).path)
                 if handler is None:
                     self._not_allowed()
+                    return
+                if self._refused():
                     return
                 try:
                     length = int(self.headers.get("Content-Length") or "")

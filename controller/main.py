@@ -37,6 +37,7 @@ from controller.explain.service import Explainer, post_routes, prefix_routes
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
 from controller.httpserver import ControllerHTTPServer
 from controller.insight import Insight
+from controller.kube.access import KubeAccess
 from controller.kube.client import Kube, KubeClient
 from controller.leaderelection import LeaderElector
 from controller.leaderguard import LeaderOnlyCloud, LeaderOnlyKube
@@ -334,9 +335,12 @@ def run(settings: Settings) -> int:
 
     start_informers(app.kube, app.state, app.stop, settings.resync_seconds)
     answers = {"/api/v1/nodes": app.insight.nodes, "/api/v1/pods/pending": app.insight.pending}
+    access = None
+    if settings.api_auth == "kubernetes":  # reviews go through a client of their own: not leader-gated
+        access = KubeAccess(KubeClient(settings.kubeconfig or None, timeout=5.0), time.monotonic).check
     http = ControllerHTTPServer(
         settings.http_host, settings.http_port, app.decisions, app.status, answers,
-        prefixes=prefix_routes(app.explainer), posts=post_routes(app.explainer),
+        prefixes=prefix_routes(app.explainer), posts=post_routes(app.explainer), access=access,
     )  # fmt: skip
     # registering calls only `describe()`: nothing reaches the cloud at start (issue 20, defect 5)
     capacity = CapacityCollector(app.state.snapshot, app.insight.prices)

@@ -76,6 +76,9 @@ class Settings:
         "127.0.0.1", "address of /metrics, /healthz and /api/v1/decisions (the chart sets 0.0.0.0 in the pod)"
     )
     http_port: int = _f(8080, "port of the HTTP server (0: any free port)")
+    api_auth: str = _f(
+        "none", "who may GET /api/v1/*: none (anyone) or kubernetes (a bearer token allowed get dashboard.karpy.sh)"
+    )
     log_format: str = _f("json", "json or text")
     log_level: str = _f("info", "debug, info, warning or error")
 
@@ -120,6 +123,8 @@ class Settings:
             raise ValueError(f"log-format: must be json or text, not {settings.log_format!r}")
         if settings.cloud_provider not in ("simulated", "aws"):
             raise ValueError(f"cloud-provider: must be simulated or aws, not {settings.cloud_provider!r}")
+        if settings.api_auth not in ("none", "kubernetes"):
+            raise ValueError(f"api-auth: must be none or kubernetes, not {settings.api_auth!r}")
         if settings.aws_tags:
             settings.tags()  # raises naming the flag
         owner = settings.aws_ownership_tag

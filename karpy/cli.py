@@ -62,6 +62,8 @@ def _webapp(args: argparse.Namespace) -> int:
             validating_webhooks=args.validating_webhook,
             cert_check_seconds=args.cert_check_seconds,
             request_timeout=args.request_timeout,
+            dashboard_port=args.dashboard_port,
+            dashboard_auth=args.dashboard_auth,
         )
     except ValueError as err:
         print(f"karpy webapp: {err}", file=sys.stderr)
@@ -113,6 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="seconds a client has from connecting to its whole request, TLS handshake included (default 10, "
         "env KARPY_WEBAPP_REQUEST_TIMEOUT)",
+    )
+    web.add_argument(
+        "--dashboard-port", type=int, help="serve the dashboard on this port (default 0: on --port, with the webhooks)"
+    )
+    web.add_argument(
+        "--dashboard-auth",
+        choices=["none", "kubernetes"],
+        help="who may read the dashboard: anyone, or a bearer token Kubernetes authorizes for "
+        "get dashboard.karpy.sh (TokenReview + SubjectAccessReview; default none)",
     )
     web.set_defaults(func=_webapp)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from controller.kube.access import KubeAccess
 from webapp.settings import WebappSettings
 
 log = logging.getLogger(__name__)
@@ -50,15 +51,19 @@ def _default_source(settings: WebappSettings) -> object:
         locate = None
         if settings.controller_lease and kube is not None:
             locate = LeaderLocator(kube, settings.controller_lease, settings.controller_url, time.monotonic)
-        api = ControllerAPI(settings.controller_url, locate=locate)
+        api = ControllerAPI(settings.controller_url, locate=locate, token=kube.bearer if kube is not None else None)
     return DashboardSource(kube, api, SystemClock(), cluster_cost)
 
 
-def create_app(settings: WebappSettings | None = None, dashboard_source: object | None = None) -> Flask:
+def create_app(
+    settings: WebappSettings | None = None, dashboard_source: object | None = None, access: KubeAccess | None = None
+) -> Flask:
     """Build the Flask app; every error answers JSON (or an HTML page) and nothing answers HTTP 500.
 
-    `dashboard_source` (a `webapp.dashboard.source.Source`) replaces the one built from settings.
+    `dashboard_source` (a `webapp.dashboard.source.Source`) replaces the one built from settings;
+    `access` (a `controller.kube.access.KubeAccess`) the dashboard's reviewer (`webapp/access.py`).
     """
+    from webapp import access as guard
     from webapp.blueprints.admission import bp as admission_bp
     from webapp.blueprints.api import bp as api_bp
     from webapp.blueprints.dashboard import bp as dashboard_bp
@@ -70,6 +75,7 @@ def create_app(settings: WebappSettings | None = None, dashboard_source: object 
     app.config["KARPY_SETTINGS"] = settings
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["karpy_dashboard"] = dashboard_source or _default_source(settings)
+    guard.install(app, settings, access if access is not None else guard.default_access(settings))
     app.register_blueprint(admission_bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(api_bp)

@@ -51,7 +51,8 @@ class _Server(BaseApplication):  # type: ignore[misc]
 
     def load_config(self) -> None:
         s = self.settings
-        self.cfg.set("bind", f"{s.host}:{s.port}")
+        binds = [f"{s.host}:{s.port}"] + ([f"{s.host}:{s.dashboard_port}"] if s.dashboard_port else [])
+        self.cfg.set("bind", binds)  # the dashboard's own port: webapp/access.py routes by listener
         self.cfg.set("workers", s.workers)
         self.cfg.set("worker_class", "webapp.worker.GuardedThreadWorker")
         self.cfg.set("threads", 4)
@@ -135,4 +136,7 @@ def serve(settings: WebappSettings) -> None:
         print(f"karpy webapp: certificate from secret {settings.cert_namespace}/{settings.cert_secret}", flush=True)
     scheme = "https" if settings.cert_dir else "http"
     print(f"karpy webapp listening on {scheme}://{settings.host}:{settings.port}", flush=True)
+    if settings.dashboard_port:
+        auth = " (Kubernetes authorization)" if settings.dashboard_auth == "kubernetes" else ""
+        print(f"karpy dashboard on {scheme}://{settings.host}:{settings.dashboard_port}{auth}", flush=True)
     _Server(settings).run()

@@ -33,6 +33,10 @@ class WebappSettings:
     validating_webhooks: tuple[str, ...] = ()
     cert_check_seconds: float = 3600.0
     request_timeout: float = 10.0  # seconds from accepting a connection to its complete request
+    # The dashboard's own port (0: the webhook port serves it too) and who may read it
+    # ("none", or "kubernetes": bearer token → TokenReview → SubjectAccessReview; webapp/access.py).
+    dashboard_port: int = 0
+    dashboard_auth: str = "none"
 
     @property
     def reads_cluster(self) -> bool:
@@ -60,6 +64,8 @@ class WebappSettings:
             "mutating_webhooks": _names(env.get("KARPY_WEBAPP_MUTATING_WEBHOOKS")),
             "validating_webhooks": _names(env.get("KARPY_WEBAPP_VALIDATING_WEBHOOKS")),
             "cert_check_seconds": float(env.get("KARPY_WEBAPP_CERT_CHECK_SECONDS", WebappSettings.cert_check_seconds)),
+            "dashboard_port": int(env.get("KARPY_WEBAPP_DASHBOARD_PORT", WebappSettings.dashboard_port)),
+            "dashboard_auth": env.get("KARPY_WEBAPP_DASHBOARD_AUTH", WebappSettings.dashboard_auth),
         }
         values.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in overrides.items() if v is not None})
         settings = WebappSettings(**values)  # type: ignore[arg-type]
@@ -71,6 +77,12 @@ class WebappSettings:
                 raise ValueError("--controller-lease needs --controller-url (its port, and the fallback)")
         if not 0 < settings.request_timeout <= 300:
             raise ValueError(f"request timeout must be from 0 to 300 seconds, got {settings.request_timeout}")
+        if settings.dashboard_auth not in ("none", "kubernetes"):
+            raise ValueError(f"--dashboard-auth must be none or kubernetes, not {settings.dashboard_auth!r}")
+        if settings.dashboard_port and settings.dashboard_port == settings.port:
+            raise ValueError("--dashboard-port must differ from --port (or be 0: the dashboard on --port)")
+        if not 0 <= settings.dashboard_port <= 65535:
+            raise ValueError(f"--dashboard-port must be from 0 to 65535, got {settings.dashboard_port}")
         if not 1 <= settings.cert_check_seconds <= 86400:
             raise ValueError(f"--cert-check-seconds must be from 1 to 86400, got {settings.cert_check_seconds}")
         return settings

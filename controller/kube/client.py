@@ -118,6 +118,12 @@ class KubeClient:
             headers["Authorization"] = token
         return headers
 
+    def bearer(self) -> str:
+        """This client's current bearer token ("" with certificate credentials), for a karpy peer
+        that reviews it (`access.py`)."""
+        scheme, _, token = self._auth_headers().get("Authorization", "").partition(" ")
+        return token if scheme.lower() == "bearer" else ""
+
     def _reload_credentials(self) -> bool:
         """After a 401: load the credentials again (a token file rotated since); True if they changed."""
         before = self._auth_headers().get("Authorization")

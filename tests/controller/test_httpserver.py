@@ -15,6 +15,8 @@ import requests
 from controller.clock import FakeClock
 from controller.decisions import DecisionLog
 from controller.httpserver import ControllerHTTPServer, HTTPLimits
+from controller.kube.access import KubeAccess
+from tests.controller.kube.test_access import Reviews
 
 
 @pytest.fixture
@@ -95,4 +97,22 @@ def test_stalled_clients_are_cut_and_cannot_pile_up_threads() -> None:
     finally:
         for sock in stalled:
             sock.close()
+        srv.stop()
+
+
+def test_with_access_the_api_needs_an_authorized_token_and_the_probes_do_not() -> None:
+    """Issue 20, defect 7: `--api-auth kubernetes` (the chart's default) — the same review as the dashboard's."""
+    access = KubeAccess(Reviews({"good": "webapp", "other": "bob"}, {"webapp"}), FakeClock().now)
+    srv = ControllerHTTPServer("127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"synced": True}, access=access.check)
+    srv.start()
+    url = f"http://127.0.0.1:{srv.port}"
+    try:
+        assert requests.get(f"{url}/api/v1/status", timeout=5).status_code == 401
+        bad = requests.get(f"{url}/api/v1/decisions", headers={"Authorization": "Bearer other"}, timeout=5)
+        assert bad.status_code == 403 and "bob may not" in bad.json()["error"]
+        good = requests.get(f"{url}/api/v1/status", headers={"Authorization": "Bearer good"}, timeout=5)
+        assert good.status_code == 200 and good.json() == {"synced": True}
+        for path in ("/healthz", "/readyz", "/metrics"):
+            assert requests.get(f"{url}{path}", timeout=5).status_code == 200, path
+    finally:
         srv.stop()

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -60,6 +60,10 @@ class ReadOnlyKube:
     def get(self, kind: Kind, name: str, namespace: str | None = None) -> Obj:
         return self._kube().get(kind, name, namespace)
 
+    def bearer(self) -> str:
+        """The webapp's own token, shown to the controller's API when it checks (its `--api-auth`)."""
+        return self._kube().bearer()
+
 
 def _bounded(resp: Any, limit: int, deadline: float) -> bytes:
     """At most `limit` + 1 bytes of `resp`, read before `deadline`: whoever holds the Lease can
@@ -91,8 +95,14 @@ class ControllerAPI:
     """GET the controller's API at `base_url` — or, with a `locate`, at the URL it names (the
     leader), falling back to `base_url` for the request when that one cannot be reached."""
 
-    def __init__(self, base_url: str, timeout: float = 2.0, locate: Locator | None = None) -> None:
-        self.base_url, self.timeout, self.locate = base_url, timeout, locate
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 2.0,
+        locate: Locator | None = None,
+        token: Callable[[], str] | None = None,
+    ) -> None:
+        self.base_url, self.timeout, self.locate, self.token = base_url, timeout, locate, token
         self._http = urllib3.PoolManager(num_pools=4, maxsize=8)
 
     def get(self, path: str) -> Any:
@@ -114,12 +124,21 @@ class ControllerAPI:
                     self.locate.forget()
         return self._get(self.base_url, path, timeout, keep_4xx)
 
+    def _headers(self) -> dict[str, str]:
+        try:
+            token = self.token() if self.token is not None else ""
+        except Exception as err:  # no credentials (yet): ask without; a checking controller answers 401
+            log.debug("reading the webapp's token: %s", err)
+            token = ""
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
     def _get(self, base: str, path: str, timeout: float, keep_4xx: bool) -> tuple[int, Any]:
         url = base.rstrip("/") + path
         try:
             resp = self._http.request(
-                "GET", url, timeout=urllib3.Timeout(total=timeout), retries=False, preload_content=False
-            )
+                "GET", url, headers=self._headers(), timeout=urllib3.Timeout(total=timeout), retries=False,
+                preload_content=False,
+            )  # fmt: skip
             try:
                 if resp.status != 200 and not (keep_4xx and 400 <= resp.status < 500):
                     raise ControllerError(f"the controller answered HTTP {resp.status} for {path}")
