@@ -288,3 +288,40 @@ def test_the_charts_webhooks_are_the_local_clusters(helm: Path) -> None:
             assert url.removeprefix("https://127.0.0.1:8443") == service["path"]
             drop = {"clientConfig"}
             assert {k: v for k, v in ours.items() if k not in drop} == {k: v for k, v in chart.items() if k not in drop}
+
+
+def test_the_dashboard_has_its_own_port_and_kubernetes_authorization_by_default(helm: Path) -> None:
+    """Issue 20, defect 7: the dashboard was open to every pod on the webhook port, and the
+    controller's API on 0.0.0.0. Its behaviour on the real API server: tests/e2e/test_dashboard_access.py."""
+    docs = render(helm)
+    webapp = pod_spec(docs, "webapp")["containers"][0]
+    assert {"--dashboard-port=8444", "--dashboard-auth=kubernetes"} <= set(webapp["args"])
+    assert {"name": "dashboard", "containerPort": 8444} in webapp["ports"]
+    assert docs["Service/karpy-dashboard"]["spec"]["ports"][0]["targetPort"] == "dashboard"
+    assert docs["Service/karpy-webhook"]["spec"]["ports"][0]["targetPort"] == "https"
+    assert "--api-auth=kubernetes" in pod_spec(docs, "controller")["containers"][0]["args"]
+    viewer = docs["ClusterRole/karpy-dashboard-viewer"]["rules"]
+    assert viewer == [{"apiGroups": ["karpy.sh"], "resources": ["dashboard"], "verbs": ["get"]}]
+    delegator = docs["ClusterRoleBinding/karpy-auth-delegator"]
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"
+    assert {s["name"] for s in delegator["subjects"]} == {"karpy", "karpy-webapp"}
+    assert docs["ClusterRoleBinding/karpy-dashboard-viewer-webapp"]["subjects"][0]["name"] == "karpy-webapp"
+    assert not any(k.startswith("NetworkPolicy/") for k in docs)
+    open_docs = render(helm, "--set", "dashboard.auth=none")
+    assert "--dashboard-auth=none" in pod_spec(open_docs, "webapp")["containers"][0]["args"]
+    assert "ClusterRoleBinding/karpy-auth-delegator" not in open_docs
+
+
+def test_the_network_policy_admits_only_the_api_server_to_the_webhook_port(helm: Path) -> None:
+    docs = render(helm, "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.apiServerCIDRs={10.0.0.0/24}")
+    policy = docs["NetworkPolicy/karpy-webapp"]["spec"]
+    assert policy["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "webapp"
+    webhook, dashboard = policy["ingress"]
+    assert webhook == {"ports": [{"port": "https", "protocol": "TCP"}], "from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}]}
+    assert dashboard == {"ports": [{"port": "dashboard", "protocol": "TCP"}]}
+    refused = subprocess.run(
+        [str(helm), "template", "karpy", str(CHART), "--set", "networkPolicy.enabled=true"],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode != 0 and "networkPolicy.apiServerCIDRs is required" in refused.stderr
