@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -215,8 +215,7 @@ class ProvisioningController:
             pins += [(pending[k], labels) for k in pod_keys if k in pending and pending[k].topology_gated]
             if self.settings.bind_pods:
                 held.append((launched.node_name, tuple(k for k in pod_keys if k in pending)))
-        for pod, labels in pins:  # every planned node exists now: its domain is decided
-            self.pinner.pin(pod, labels)
+        self._pin(pins)  # every planned node exists now: its domain is decided
         if held:
             # Bind against the cluster as it is now, not as the plan saw it; then release every
             # held node at once, so kube-scheduler sees all the batch's new domains together.
@@ -231,14 +230,18 @@ class ProvisioningController:
         """Pods planned onto existing nodes are nominated, not bound: those nodes are not held, so
         kube-scheduler (which binds there on its own) decides, and no two binders race. Gated
         pods are pinned to the node's domains (`spreadpin.py`)."""
+        pins: list[tuple[PodView, Mapping[str, str]]] = []
         for node_name, keys in result.existing_assignments.items():
             node = snap.nodes.get(node_name)
             if node is None or node.marked_for_deletion:
                 continue
             self.state.nominate([node_name], snap.now + self.settings.nomination_seconds)
-            for key in keys:
-                if key in pending and pending[key].topology_gated:
-                    self.pinner.pin(pending[key], node.labels)
+            pins += [(pending[k], node.labels) for k in keys if k in pending and pending[k].topology_gated]
+        self._pin(pins)
+
+    def _pin(self, pins: Sequence[tuple[PodView, Mapping[str, str]]]) -> None:
+        """Lift the topology gate of each pod with its node's domains pinned, in parallel."""
+        list(self._pool.map(lambda item: self.pinner.pin(*item), pins))
 
     def _release(self, node: str, keep_cordoned: bool = False) -> None:
         try:

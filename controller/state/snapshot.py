@@ -121,8 +121,8 @@ class PodView:
         karpy's topology gate alone, or `spread_pinned`), not bound, not preempting, not owned by
         a DaemonSet or a Node, not terminal, not being deleted."""
         return (
-            (self.unschedulable or self.topology_gated or self.spread_pinned)
-            and not self.node_name
+            not self.node_name
+            and (self.unschedulable or self.topology_gated or self.spread_pinned)
             and not self.nominated_node_name
             and not self.is_daemonset
             and not self.is_mirror
