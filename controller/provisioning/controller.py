@@ -108,7 +108,10 @@ class ProvisioningController:
         if not snap.synced:
             return None
         self._release_stale(snap)
-        self._trigger(provisionable(snap), snap.now)
+        found = provisionable(snap)
+        for pod, _ in found.ignored:  # not karpy's to place: kube-scheduler decides, as before
+            self.pinner.release(pod)
+        self._trigger(found, snap.now)
         if not self.batcher.ready():
             return None
         self.batcher.reset()
@@ -117,7 +120,6 @@ class ProvisioningController:
         found = provisionable(snap)
         for pod, why in found.ignored:
             self.decisions.record_once(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
-            self.pinner.release(pod)  # not karpy's to place: kube-scheduler decides as before
         if not found.pending and not found.rescheduled:
             return None
         return self._provision(snap, found)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from controller.cloudprovider.errors import InsufficientCapacityError
@@ -225,3 +227,50 @@ def test_a_pod_whose_claim_is_missing_waits_with_the_reason_and_nothing_is_launc
         e["reason"] == "FailedScheduling" and "persistentvolumeclaim default/nowhere not found" in e["message"]
         for e in env.kube.events
     )
+
+
+# -- karpy's topology gate (issue 17; spreadpin.py) ----------------------------------------------
+
+ZONE_SPREAD = [{"maxSkew": 1, "topologyKey": L.ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "s"}}}]  # fmt: skip
+
+
+def gated_pod(name: str, **spec: Any) -> dict[str, Any]:
+    pod = make_pod(name, cpu="500m", labels={"app": "s"}, pending=False, tolerations=TOLERATE,
+                   topologySpreadConstraints=ZONE_SPREAD, **spec)  # fmt: skip
+    pod["spec"]["schedulingGates"] = [{"name": L.TOPOLOGY_GATE}]
+    return pod
+
+
+def test_gated_spread_pods_get_nodes_in_every_zone_and_are_released_pinned_not_bound() -> None:
+    env = make_env()
+    for i in range(3):
+        env.kube.put(PODS, gated_pod(f"s{i}"))
+    env.run_batch()
+    zones = {n["metadata"]["name"]: n["metadata"]["labels"][L.ZONE] for n in env.kube.items(NODES)}
+    assert sorted(zones.values()) == ["us-west-2a", "us-west-2b", "us-west-2c"]
+    pods = env.kube.items(PODS)
+    assert all("schedulingGates" not in p["spec"] for p in pods)
+    assert sorted(p["spec"]["nodeSelector"][L.ZONE] for p in pods) == sorted(zones.values())
+    assert env.kube.bindings == []  # kube-scheduler binds each within its zone
+
+
+def test_a_gated_pod_planned_onto_an_existing_node_is_pinned_to_its_zone() -> None:
+    env = make_env()
+    env.kube.put(NODES, make_node("existing", cpu="4", labels={L.ZONE: "us-west-2b"}))
+    env.kube.put(PODS, gated_pod("s0"))
+    env.run_batch()
+    assert [n["metadata"]["name"] for n in env.kube.items(NODES)] == ["existing"]
+    (pod,) = env.kube.items(PODS)
+    assert pod["spec"]["nodeSelector"] == {L.ZONE: "us-west-2b"} and "schedulingGates" not in pod["spec"]
+
+
+def test_a_gated_pod_karpy_ignores_is_released_to_kube_scheduler_without_a_pin() -> None:
+    env = make_env()
+    env.kube.put(PODS, gated_pod("s0", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                                     "nodeSelectorTerms": [{"matchExpressions": [
+                                         {"key": L.PROVISIONER_NAME, "operator": "DoesNotExist"}]}]}}}))  # fmt: skip
+    env.run_batch()
+    (pod,) = env.kube.items(PODS)
+    assert "schedulingGates" not in pod["spec"] and "nodeSelector" not in pod["spec"]
+    assert env.kube.items(NODES) == []
