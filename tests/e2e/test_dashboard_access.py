@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from localcluster import LocalCluster, probes, procs
-from tests.e2e.conftest import REPO
+from tests.e2e.env import REPO
 
 pytestmark = pytest.mark.e2e
 
