@@ -9,8 +9,9 @@ zone the provisioners allow (see `controller/provisioning/spreadpin.py`).
 
 Gated: a pod being created without `spec.nodeName`, for the default scheduler, not owned by a
 DaemonSet, with a `DoNotSchedule` topology spread constraint on a key other than
-`kubernetes.io/hostname` (hostname domains are nodes, which karpy's held nodes already show).
-Everything else is left unchanged.
+`kubernetes.io/hostname` (hostname domains are nodes, which karpy's held nodes already show) and
+no such constraint with `minDomains` above 1 (`_sets_min_domains`). Everything else is left
+unchanged.
 """
 
 from __future__ import annotations
@@ -47,10 +48,24 @@ def needs_gate(pod: Mapping[str, Any]) -> bool:
         meta = {}
     if any(isinstance(r, Mapping) and r.get("kind") == "DaemonSet" for r in meta.get("ownerReferences") or []):
         return False
+    if _sets_min_domains(spec):
+        return False
     gates = spec.get("schedulingGates") or []
     if any(isinstance(g, Mapping) and g.get("name") == TOPOLOGY_GATE for g in gates):
         return False
     return bool(spread_keys(spec))
+
+
+def _sets_min_domains(spec: Mapping[str, Any]) -> bool:
+    """A zonal spread with `minDomains` above 1 already counts missing zones as empty in
+    kube-scheduler, and a pin would break it (the pinned pod sees one domain, fewer than
+    `minDomains`, so kube-scheduler takes the minimum as 0): such pods are left ungated."""
+    for c in spec.get("topologySpreadConstraints") or []:
+        if isinstance(c, Mapping) and c.get("topologyKey") in spread_keys({"topologySpreadConstraints": [c]}):
+            min_domains = c.get("minDomains")
+            if isinstance(min_domains, int) and min_domains > 1:
+                return True
+    return False
 
 
 def gate_patch(pod: Mapping[str, Any]) -> list[dict[str, Any]]:

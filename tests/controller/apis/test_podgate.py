@@ -39,9 +39,12 @@ def pod(*constraints: dict[str, Any], **spec: Any) -> dict[str, Any]:
         (pod(constraint(), schedulingGates=[{"name": TOPOLOGY_GATE}]), False),
         ({**pod(constraint()), "metadata": {"ownerReferences": [{"kind": "DaemonSet", "name": "d"}]}}, False),
         ({"kind": "Pod", "spec": "nonsense"}, False),
+        (pod({**constraint(), "minDomains": 3}), False),
+        (pod({**constraint(), "minDomains": 1}), True),
+        (pod(constraint(), {**constraint(HOST), "minDomains": 3}), True),
     ],
     ids=["zone", "custom-key", "hostname-and-anyway", "none", "bound", "other-scheduler", "already", "daemonset",
-         "unreadable"],
+         "unreadable", "min-domains", "min-domains-1", "hostname-min-domains"],
 )  # fmt: skip
 def test_which_pods_are_gated(obj: dict[str, Any], gated: bool) -> None:
     assert needs_gate(obj) is gated
