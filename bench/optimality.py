@@ -40,7 +40,7 @@ from controller.scheduling import exact
 from controller.scheduling.pods import pod_request
 from controller.scheduling.provisioners import provisioner_spec
 from controller.scheduling.repack import improve, pools
-from controller.scheduling.scheduler import node_labels, schedule
+from controller.scheduling.scheduler import planned_labels, schedule
 from controller.scheduling.solver import Solver
 from controller.scheduling.types import (
     InstanceType,
@@ -134,7 +134,7 @@ def milp_pass(pods: Sequence[PodRequest], daemons: Sequence[PodRequest], spec: A
 def state_node(name: str, node: Any, pods: Sequence[PodRequest]) -> StateNode:
     launch = node.launch
     return StateNode(
-        name=name, labels={**node_labels(node), L.HOSTNAME: name}, allocatable=launch.instance_type.allocatable,
+        name=name, labels={**planned_labels(node), L.HOSTNAME: name}, allocatable=launch.instance_type.allocatable,
         capacity=dict(launch.instance_type.capacity), pods=tuple(pods), creation_timestamp="2026-01-01T00:00:00Z",
     )  # fmt: skip
 

@@ -1,12 +1,10 @@
 """The Node object karpy creates for a launched instance (spec §8.2; design.md). Pure.
 
-Labels: the new node's labels (provisioner labels, single-valued requirements, provisioner
-name; restricted keys such as `kubernetes.io/hostname` never taken from the provisioner)
-overlaid by the instance's labels (instance-type labels, actual zone and capacity type, and for
-the simulated cloud the kwok label) — cloud-provider keys win — and `kubernetes.io/hostname` set
-to the node's name, as its kubelet would. Annotations: the provisioner's plus the
-instance's. Taints: taints + startup taints. Finalizer `karpenter.sh/termination`;
-`spec.providerID`; an ownerReference to the Provisioner (so deleting it cascades); status
+Labels: `scheduling.scheduler.launch_labels` (the one rule: the new node's labels without
+restricted keys, overlaid by the instance's — for the simulated cloud the kwok label too — the
+provisioner name, and `kubernetes.io/hostname` set to the node's name, as its kubelet would).
+Annotations: the provisioner's plus the instance's. Taints: taints + startup taints. Finalizer
+`karpenter.sh/termination`; `spec.providerID`; an ownerReference to the Provisioner (so deleting it cascades); status
 capacity and allocatable as the instance reports them (kwok keeps them).
 
 `hold_for_binding`: the node is created cordoned with the `BINDING_HOLD` annotation, so that
@@ -26,6 +24,7 @@ from controller.cloudprovider.base import Instance
 from controller.core import labels as L
 from controller.core.resources import format_resources
 from controller.core.taints import taint_to_wire
+from controller.scheduling.scheduler import launch_labels
 from controller.scheduling.types import NewNode
 
 BINDING_HOLD_SECONDS = 30.0
@@ -39,16 +38,6 @@ def release_patch(keep_cordoned: bool = False) -> dict[str, Any]:
     return patch
 
 
-def node_labels(node: NewNode, instance: Instance) -> dict[str, str]:
-    labels = {k: v for k, v in node.labels.items() if not L.is_restricted_label(k)}
-    labels.update(instance.labels)
-    labels[L.PROVISIONER_NAME] = node.provisioner
-    # What the kubelet sets on registration. kube-scheduler keys hostname anti-affinity and spread
-    # on this label and ignores a node without it, so it must be there before any pod is bound.
-    labels[L.HOSTNAME] = instance.name
-    return dict(sorted(labels.items()))
-
-
 def node_object(
     node: NewNode,
     instance: Instance,
@@ -59,7 +48,7 @@ def node_object(
     """`owner` is the Provisioner object (for the ownerReference), when known."""
     meta: dict[str, Any] = {
         "name": instance.name,
-        "labels": node_labels(node, instance),
+        "labels": launch_labels(node, instance.labels, instance.name),
         "annotations": {**(annotations or {}), **instance.annotations},
         "finalizers": [L.TERMINATION_FINALIZER],
     }

@@ -26,9 +26,11 @@ solve, `volumes.py` applies the pods' volumes (node requirements, attach limits,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
-from controller.core.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
+from controller.core.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, PROVISIONER_NAME, ZONE, is_restricted_label
 from controller.core.requirements import Requirement, Requirements
 from controller.scheduling import exact, volumes
 from controller.scheduling.reasons import explain
@@ -120,11 +122,25 @@ def _launch(
     return option_types, launch, node_requirements
 
 
-def node_labels(node: NewNode) -> dict[str, str]:
-    """The labels a launched node carries (spec §5.9 step 10 and design.md), from its launch."""
-    labels = dict(node.labels)
-    if node.launch is not None:
-        labels.update(node.launch.instance_type.labels)
-        labels[ZONE] = node.launch.zone
-        labels[CAPACITY_TYPE] = node.launch.capacity_type
+def launch_labels(node: NewNode, instance_labels: Mapping[str, str], hostname: str = "") -> dict[str, str]:
+    """The labels a launched node carries (spec §5.9 step 10, §8.2): the new node's own
+    (provisioner labels, single-valued requirements; never a restricted key), overlaid by the
+    instance's (instance-type labels, actual zone and capacity type — the cloud's keys win), the
+    provisioner name, and `kubernetes.io/hostname` once the node has a name. The one rule, for
+    the Node object provisioning creates (`provisioning/nodes.py`) and for a plan (`planned_labels`)."""
+    labels = {k: v for k, v in node.labels.items() if not is_restricted_label(k)}
+    labels.update(instance_labels)
+    labels[PROVISIONER_NAME] = node.provisioner
+    if hostname:
+        # What the kubelet sets on registration. kube-scheduler keys hostname anti-affinity and spread
+        # on this label and ignores a node without it, so it must be there before any pod is bound.
+        labels[HOSTNAME] = hostname
     return dict(sorted(labels.items()))
+
+
+def planned_labels(node: NewNode) -> dict[str, str]:
+    """`launch_labels` of a node launched as planned (its launch's type, zone and capacity type)."""
+    planned: dict[str, str] = {}
+    if node.launch is not None:
+        planned = {**node.launch.instance_type.labels, ZONE: node.launch.zone, CAPACITY_TYPE: node.launch.capacity_type}
+    return launch_labels(node, planned)

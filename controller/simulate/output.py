@@ -12,7 +12,7 @@ from typing import Any
 
 from controller.core.resources import CPU, MEMORY, format_resource, format_resources
 from controller.core.taints import taint_to_wire
-from controller.scheduling.scheduler import node_labels
+from controller.scheduling.scheduler import planned_labels
 from controller.scheduling.types import NewNode, SchedulingResult
 
 
@@ -25,7 +25,7 @@ def node_json(node: NewNode) -> dict[str, Any]:
         "capacityType": launch.capacity_type if launch else None,
         "zone": launch.zone if launch else None,
         "pricePerHour": launch.price if launch else None,
-        "labels": node_labels(node),
+        "labels": planned_labels(node),
         "taints": [taint_to_wire(t) for t in (*node.taints, *node.startup_taints)],
         "allocatable": format_resources(launch.instance_type.allocatable) if launch else {},
         "pods": [p.key for p in node.pods],

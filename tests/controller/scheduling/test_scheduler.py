@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from controller.core.labels import CAPACITY_TYPE, INSTANCE_TYPE, PROVISIONER_NAME, ZONE
-from controller.scheduling.scheduler import node_labels
+from controller.scheduling.scheduler import launch_labels, planned_labels
 from tests.builders.scheduling import (
     make_instance_type,
     make_node,
@@ -32,9 +34,20 @@ def test_new_node_carries_the_provisioner_and_its_labels() -> None:
     assert node.provisioner == "team"
     assert node.labels == {"team": "a", "tier": "gold", PROVISIONER_NAME: "team"}
     assert node.requests == {"cpu": 1000, "memory": 128 * 2**20, "pods": 1}
-    labels = node_labels(node)
+    labels = planned_labels(node)
     assert labels[INSTANCE_TYPE] == "m.large"
     assert labels[ZONE] == "test-zone-a" and labels[CAPACITY_TYPE] == "on-demand"
+
+
+def test_launch_labels_the_one_rule_for_a_plan_and_a_launched_node() -> None:
+    provisioner = make_provisioner("team", labels={"team": "a"})
+    (planned,) = run([make_pod("p", cpu="1")], [provisioner]).new_nodes
+    node = dataclasses.replace(planned, labels={**planned.labels, "kubernetes.io/hostname": "h"})  # restricted
+    instance = {INSTANCE_TYPE: "m.large", ZONE: "test-zone-b", "team": "cloud's"}
+    labels = launch_labels(node, instance, hostname="team-abc12")
+    assert labels["kubernetes.io/hostname"] == "team-abc12" and labels[ZONE] == "test-zone-b"
+    assert labels["team"] == "cloud's" and labels[PROVISIONER_NAME] == "team"  # the instance's keys win
+    assert "kubernetes.io/hostname" not in planned_labels(node)  # no name yet, and never a restricted key
 
 
 def test_spot_before_on_demand_when_both_are_allowed() -> None:
