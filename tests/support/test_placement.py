@@ -117,3 +117,24 @@ def test_volume_binding_zone_and_limits() -> None:
     assert over == ["n1: 2 ebs.csi.aws.com volumes attached, its CSINode allows 1"]
     shared = [mounting("p", "n1", "in-a"), mounting("q", "n1", "in-a")]
     assert placement.volume_violations(nodes, shared, vols) == []  # one claim, one attachment
+
+
+def test_a_gated_pod_cannot_be_bound() -> None:
+    view = placement.ClusterView({"n1": node("n1", "a")}, {})
+    gated = pod("p1", schedulingGates=[{"name": "karpy.sh/topology-spread"}])
+    assert any("scheduling gates" in p for p in placement.placement_violations(gated, "n1", view))
+    assert not placement.placement_violations(pod("p1"), "n1", view)
+
+
+def test_end_state_spread_counts_every_allowed_zone_and_pinned_pending_pods() -> None:
+    """Bindings each valid when only some zones had nodes can end skewed over every zone."""
+    zone = "topology.kubernetes.io/zone"
+    nodes = [node("n1", "a"), node("n2", "b")]
+    two_in_a = [pod(f"p{i}", "n1", **SPREAD) for i in range(2)]
+    pinned_b = pod("p9", nodeSelector={zone: "b"}, **SPREAD)  # pending, can only go to b
+    (problem,) = placement.spread_skew_violations(nodes, two_in_a, zone, ["a", "b"])
+    assert "{'a': 2, 'b': 0}" in problem
+    assert not placement.spread_skew_violations(nodes, two_in_a[:1], zone, ["a", "b", "c"])
+    assert not placement.spread_skew_violations(nodes, [*two_in_a, pinned_b], zone, ["a", "b"])
+    (problem,) = placement.spread_skew_violations(nodes, [*two_in_a, pinned_b], zone, ["a", "b", "c"])
+    assert "'c': 0" in problem  # the allowed zone without any node counts, empty
