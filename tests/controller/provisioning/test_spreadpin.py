@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.clock import FakeClock
 from controller.core.labels import TOPOLOGY_GATE
 from controller.kube.resources import PODS
 from controller.provisioning.spreadpin import Pinner, pin_for, ungate_patch
@@ -13,6 +12,7 @@ from controller.state.snapshot import PodView
 from controller.state.views import pod_view
 from tests.builders.wire import make_pod
 from tests.fakes.kube import FakeKube
+from tests.fakes.world import World
 
 ZONE = "topology.kubernetes.io/zone"
 SPREAD = {"topologySpreadConstraints": [
@@ -29,11 +29,9 @@ def gated(*gates: str, **spec: Any) -> dict[str, Any]:
 
 
 def setup(pod: dict[str, Any]) -> tuple[FakeKube, ClusterState, PodView]:
-    clock = FakeClock()
-    kube = FakeKube(clock)
-    stored = kube.put(PODS, pod)
-    state = ClusterState(clock)
-    return kube, state, pod_view(stored)
+    world = World.make()
+    stored = world.kube.put(PODS, pod)
+    return world.kube, world.state, pod_view(stored)
 
 
 def test_a_pod_gated_by_karpy_alone_is_pending_for_provisioning_and_others_wait() -> None:
