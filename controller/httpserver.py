@@ -8,6 +8,8 @@
 - `GET /api/v1/status` — JSON: identity, leader, synced;
 - `GET /api/v1/nodes`, `GET /api/v1/pods/pending` — the dashboard's answers (`insight.py`):
   node prices and what would happen to each node, why each pending pod is pending;
+- `GET /api/v1/savings` — what consolidation saved (`explain/savings.py`) and the opportunity
+  blocked nodes hold;
 - `GET /api/v1/explain/nodes/NAME`, `GET /api/v1/explain/pods/NS/NAME` and
   `POST /api/v1/what-if` (a manifest of at most `MAX_BODY` bytes) — the explain answers
   (`explain/service.py`); the what-if POST only computes.

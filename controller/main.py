@@ -33,6 +33,7 @@ from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.events import EventRecorder
+from controller.explain.savings import SavingsLedger
 from controller.explain.service import Explainer, post_routes, prefix_routes
 from controller.garbagecollection.garbagecollection import GarbageCollectionController
 from controller.httpserver import ControllerHTTPServer
@@ -79,6 +80,7 @@ class App:
     provisioning: ProvisioningController
     insight: Insight
     explainer: Explainer
+    savings: SavingsLedger
     jobs: list[Job]
     elector: LeaderElector | None
     health: CloudHealth
@@ -242,9 +244,11 @@ def build(
     jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds, needs_cloud=True))
     insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks, health)
     explainer = Explainer(state, cloud, decisions)
+    savings = SavingsLedger(kube, decisions, clock, settings.leader_election_namespace, settings.savings_configmap)
+    jobs.append(Job(savings, 5.0))
     return App(
-        settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, explainer, jobs, elector,
-        health,
+        settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, explainer, savings, jobs,
+        elector, health,
     )  # fmt: skip
 
 
@@ -334,7 +338,11 @@ def run(settings: Settings) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     start_informers(app.kube, app.state, app.stop, settings.resync_seconds)
-    answers = {"/api/v1/nodes": app.insight.nodes, "/api/v1/pods/pending": app.insight.pending}
+    answers = {
+        "/api/v1/nodes": app.insight.nodes,
+        "/api/v1/pods/pending": app.insight.pending,
+        "/api/v1/savings": lambda: {**app.savings.answer(), "opportunity": app.explainer.opportunity()},
+    }
     access = None
     if settings.api_auth == "kubernetes":  # reviews go through a client of their own: not leader-gated
         access = KubeAccess(KubeClient(settings.kubeconfig or None, timeout=5.0), time.monotonic).check

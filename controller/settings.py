@@ -70,6 +70,9 @@ class Settings:
     leader_election_id: str = _f("", "identity in the Lease (default: hostname_pid)")
     leader_election_namespace: str = _f("kube-system", "namespace of the Lease")
     leader_election_name: str = _f("karpy-controller", "name of the Lease")
+    savings_configmap: str = _f(
+        "karpy-savings", "ConfigMap (in the Lease's namespace) where the savings of consolidation are kept"
+    )
     lease_duration_seconds: float = _f(10.0, "a replica takes over after the leader has not renewed for this long")
     lease_retry_seconds: float = _f(1.0, "how often the Lease is renewed or tried")
     http_host: str = _f(

@@ -93,6 +93,7 @@ class NodeExplanation:
     consolidation: str = ""  # "delete", "replace" or "" (then `consolidation_why_not` says why)
     consolidation_why_not: str = ""
     removable: bool = False  # every pod has a destination and nothing blocks eviction
+    unblocked_saving: float | None = None  # what consolidation would save per hour without the blockers
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -184,7 +185,11 @@ def explain_node(inputs: Inputs, name: str, scheduler: Scheduler) -> NodeExplana
         placed.pop(key, None)
         blockers.append(Blocker(reason_kind(why, sim.result.reasons.get(key)), why, key))
     result = compute_consolidation(inputs, [cand], scheduler)
-    command = result.command if not blockers else None
+    unblocked = result.command
+    saving = None
+    if unblocked is not None and unblocked.price_before is not None and unblocked.price_after is not None:
+        saving = round(unblocked.price_before - unblocked.price_after, 6)
+    command = unblocked if not blockers else None
     why_not = "; ".join(b.message for b in blockers) if blockers else result.why_not
     return replace(
         base,
@@ -195,4 +200,5 @@ def explain_node(inputs: Inputs, name: str, scheduler: Scheduler) -> NodeExplana
         consolidation=command.action.value if command is not None else "",
         consolidation_why_not="" if command is not None else why_not,
         removable=not blockers or all(b.kind in (DO_NOT_CONSOLIDATE, CONSOLIDATION_DISABLED) for b in blockers),
+        unblocked_saving=saving,
     )

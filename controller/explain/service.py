@@ -18,6 +18,7 @@ a 404. Nothing is changed: the scheduler is pure and the state is read through a
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,7 +27,16 @@ from controller.core.quantity import QuantityError
 from controller.core.timestamps import format_timestamp
 from controller.decisions import LAUNCHED, DecisionLog
 from controller.deprovisioning.types import Inputs, Scheduler
-from controller.explain.node import NOT_CANDIDATE, Blocker, NodeExplanation, explain_node
+from controller.explain.node import (
+    CONSOLIDATION_DISABLED,
+    DO_NOT_CONSOLIDATE,
+    DO_NOT_EVICT,
+    NOT_CANDIDATE,
+    PDB,
+    Blocker,
+    NodeExplanation,
+    explain_node,
+)
 from controller.explain.pod import World, per_provisioner, place
 from controller.provisioning.nodetemplates import ProvisionerTypes, instance_types_for
 from controller.scheduling.pods import PodSpecError, pod_request
@@ -38,6 +48,10 @@ from controller.state.schedulinginput import scheduling_input
 from controller.state.snapshot import Snapshot
 
 Answer = tuple[int, Any]
+OPPORTUNITY_NODES = 50  # nodes simulated per opportunity answer, at most
+OPPORTUNITY_CACHE_SECONDS = 30.0
+OPPORTUNITY_KINDS = (PDB, DO_NOT_EVICT, DO_NOT_CONSOLIDATE, CONSOLIDATION_DISABLED)
+"""Blockers a user can lift: the opportunity is what consolidation would save without them."""
 WHAT_IF_KINDS = ("Pod", *REPLICATED, "Job")
 MAX_WHAT_IF_PODS = 1000
 RECENT_DECISIONS = 1000
@@ -104,6 +118,8 @@ class Explainer:
     ) -> None:
         self._state, self._cloud, self._decisions = state, cloud, decisions
         self._scheduler = scheduler or _default_scheduler()
+        self._lock = threading.Lock()
+        self._opportunity: tuple[float, dict[str, Any]] | None = None
 
     def _snapshot(self) -> tuple[Snapshot, ProvisionerTypes] | None:
         snap = self._state.snapshot()
@@ -148,6 +164,38 @@ class Explainer:
         out["now"] = place(world, [pending], self._scheduler)
         out["provisioners"] = per_provisioner(world, pending, self._scheduler)
         return 200, out
+
+    def opportunity(self) -> dict[str, Any]:
+        """What consolidation would save now on the nodes it may not touch, and what blocks each
+        (`OPPORTUNITY_KINDS`), cached `OPPORTUNITY_CACHE_SECONDS`."""
+        now = self._clock_now()
+        with self._lock:
+            if self._opportunity is not None and now - self._opportunity[0] < OPPORTUNITY_CACHE_SECONDS:
+                return self._opportunity[1]
+        found = self._snapshot()
+        if found is None:
+            return {"synced": False, "savingPerHour": 0.0, "nodes": []}
+        snap, types = found
+        inputs = Inputs.of(snap, types.types)
+        nodes: list[dict[str, Any]] = []
+        total = 0.0
+        for node in list(inputs.nodes)[:OPPORTUNITY_NODES]:
+            x = explain_node(inputs, node.name, self._scheduler)
+            kinds = {b.kind for b in x.blockers}
+            if x.unblocked_saving and x.unblocked_saving > 0 and kinds and kinds <= set(OPPORTUNITY_KINDS):
+                total += x.unblocked_saving
+                nodes.append({"node": x.node, "instanceType": x.instance_type, "pricePerHour": x.price,
+                              "savingPerHour": x.unblocked_saving, "blockers": [b.to_json() for b in x.blockers]})
+        answer = {
+            "synced": True, "time": format_timestamp(snap.now), "savingPerHour": round(total, 6), "nodes": nodes,
+            "nodesConsidered": min(len(inputs.nodes), OPPORTUNITY_NODES), "nodesOwned": len(inputs.nodes),
+        }  # fmt: skip
+        with self._lock:
+            self._opportunity = (now, answer)
+        return answer
+
+    def _clock_now(self) -> float:
+        return self._state.snapshot().now
 
     def _last_evaluation(self, key: str) -> dict[str, Any] | None:
         latest = self._decisions.latest(f"pod/{key}")

@@ -43,6 +43,7 @@ def test_build_wires_one_job_per_controller() -> None:
         "node.termination",
         "garbagecollection",
         "deprovisioning",
+        "savings",
     ]
 
 

@@ -422,8 +422,10 @@ CONTROLLER_MAY = [
     ("update", "leases.coordination.k8s.io", "karpy-controller"),
     ("create", "tokenreviews.authentication.k8s.io", ""),  # the API's authorization
     ("create", "subjectaccessreviews.authorization.k8s.io", ""),
+    ("get", "configmaps", "karpy-savings"), ("update", "configmaps", "karpy-savings"),
 ]  # fmt: skip
 CONTROLLER_MAY_NOT = [
+    ("update", "configmaps", "other"), ("create", "configmaps", ""), ("list", "configmaps", ""),
     ("get", "secrets", ""), ("list", "secrets", ""), ("get", "secret", SECRET), ("watch", "secrets", ""),
     ("update", "provisioners.karpenter.sh", ""), ("delete", "provisioners.karpenter.sh", ""),
     ("delete", "pods", ""), ("create", "deployments.apps", ""), ("update", "leases.coordination.k8s.io", "other"),

@@ -94,3 +94,25 @@ def test_only_get_is_served() -> None:
     client = create_app(dashboard_source=source()).test_client()
     assert client.post("/explain/nodes/n1").status_code == 405
     assert client.delete("/api/v1/explain/nodes/n1").status_code == 405
+
+
+SAVINGS: dict[str, Any] = {
+    "savingPerHour": 0.288, "lastDay": 3.456, "lastWeek": 3.456, "commands": 1, "since": "2024-01-01T00:00:00Z",
+    "configMap": "karpy/karpy-savings", "persisted": True,
+    "recent": [{"time": "2024-01-01T00:00:00Z", "action": "consolidation/replace", "nodes": ["n9"], "before": 0.384,
+                "after": 0.096, "savingPerHour": 0.288}],
+    "opportunity": {"savingPerHour": 0.096, "nodesConsidered": 2, "nodesOwned": 2, "nodes": [
+        {"node": "n1", "instanceType": "m5.large", "pricePerHour": 0.096, "savingPerHour": 0.096,
+         "blockers": [{"kind": "do-not-evict", "message": f"pod default/{XSS} has do not evict annotation"}]}]},
+}  # fmt: skip
+
+
+def test_the_savings_page_shows_what_was_saved_and_the_blocked_opportunity() -> None:
+    src = source()
+    src.explained = {**src.explained, "/api/v1/savings": (200, SAVINGS)}
+    client = create_app(dashboard_source=src).test_client()
+    html = client.get("/savings").get_data(as_text=True)
+    assert "$0.2880/hour" in html and "$3.46" in html and "consolidation/replace" in html
+    assert 'href="/explain/nodes/n1"' in html and "&lt;script&gt;" in html and XSS not in html
+    assert client.get("/api/v1/savings").get_json() == SAVINGS
+    assert 'href="/savings"' in client.get("/").get_data(as_text=True)

@@ -1,10 +1,11 @@
 """The dashboard's explain pages and their JSON (GET only): what removing a node would do, why a
-pod is where it is and what it would get now.
+pod is where it is and what it would get now, and what consolidation has saved (`/savings`).
 
 Thin: each view asks the controller once (`DashboardSource.ask`, not cached: the answer is
-computed on demand by `controller/explain/`), renders `explain_node.html` / `explain_pod.html`
-or returns the controller's JSON under `/api/v1/explain/…`. The controller's 4xx (an unknown
-node or pod) is passed on; a controller that cannot be asked is a 503 that says why.
+computed on demand by `controller/explain/`), renders `explain_node.html` / `explain_pod.html` /
+`savings.html` or returns the controller's JSON under `/api/v1/explain/…` and `/api/v1/savings`.
+The controller's 4xx (an unknown node or pod) is passed on; a controller that cannot be asked is
+a 503 that says why.
 """
 
 from __future__ import annotations
@@ -76,3 +77,13 @@ def node_json(name: str) -> tuple[Response, int]:
 @bp.get("/api/v1/explain/pods/<namespace>/<name>")
 def pod_json(namespace: str, name: str) -> tuple[Response, int]:
     return _json(_pod_path(namespace, name))
+
+
+@bp.get("/savings")
+def savings() -> str:
+    return _page("savings.html", "/api/v1/savings", "savings")
+
+
+@bp.get("/api/v1/savings")
+def savings_json() -> tuple[Response, int]:
+    return _json("/api/v1/savings")

@@ -34,6 +34,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s-controller" (include "karpy.fullname" .) -}}
 {{- end -}}
 
+{{- define "karpy.savingsName" -}}
+{{- printf "%s-savings" (include "karpy.fullname" .) -}}
+{{- end -}}
+
 {{/* topologySpreadConstraints with the component's label selector; call with (list $ "controller"). */}}
 {{- define "karpy.topologySpread" -}}
 {{- $root := index . 0 -}}{{- $component := index . 1 -}}

@@ -38,6 +38,9 @@ class FakeSource:
         self.asked.append(path)
         if path in self.explained:
             return self.explained[path]
+        if path == "/api/v1/savings":
+            return 200, {"savingPerHour": 0.0, "lastDay": 0.0, "lastWeek": 0.0, "commands": 0, "since": "",
+                         "recent": [], "configMap": "karpy/karpy-savings", "opportunity": {"nodes": []}}  # fmt: skip
         names = {f"/api/v1/explain/nodes/{o['metadata']['name']}" for o in self.objects.get("nodes", ())}
         names |= {
             f"/api/v1/explain/pods/{o['metadata']['namespace']}/{o['metadata']['name']}"

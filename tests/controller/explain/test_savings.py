@@ -1,0 +1,109 @@
+"""Savings: the dollars and hourly rate consolidation saved, kept in a ConfigMap across restarts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from controller.clock import FakeClock
+from controller.decisions import DEPROVISIONING_FAILED, Decision, DecisionLog
+from controller.explain.savings import DATA_KEY, DAY, WEEK, Entry, SavingsLedger, summary
+from controller.kube.resources import CONFIGMAPS
+from tests.fakes.kube import FakeKube
+
+T0 = 1_704_067_200.0
+
+
+def command(nodes: list[str], before: float, after: float, at: float) -> Decision:
+    return Decision("deprovisioning", "consolidation/delete", f"node/{nodes[0]}", "consolidation: delete",
+                    price_before=before, price_after=after, time=at, extra={"nodes": nodes})  # fmt: skip
+
+
+def test_summary_counts_each_commands_rate_from_when_it_ran() -> None:
+    entries = [
+        Entry(T0, "consolidation/delete", ("a",), 0.4, 0.0),
+        Entry(T0 + DAY, "consolidation/replace", ("b",), 0.3, 0.1),
+    ]
+    now = T0 + 2 * DAY
+    got = summary(entries, now)
+    assert got["savingPerHour"] == pytest.approx(0.6)
+    assert got["lastDay"] == pytest.approx(0.6 * 24)  # both ran for the whole last day
+    assert got["lastWeek"] == pytest.approx(0.4 * 48 + 0.2 * 24)
+    assert summary([Entry(now - WEEK - DAY, "x", ("c",), 1.0, 0.0)], now)["lastWeek"] == pytest.approx(168.0)
+    assert summary([], now) == {"savingPerHour": 0, "lastDay": 0, "lastWeek": 0, "commands": 0, "since": "",
+                                "recent": []}  # fmt: skip
+
+
+def ledger(kube: FakeKube, decisions: DecisionLog, clock: FakeClock) -> SavingsLedger:
+    return SavingsLedger(kube, decisions, clock, "karpy", "karpy-savings")
+
+
+def test_commands_are_persisted_and_a_new_leader_reads_them_back() -> None:
+    clock, kube = FakeClock(T0 + 60), FakeKube()
+    decisions = DecisionLog(clock)
+    decisions.record(command(["a"], 0.4, 0.0, T0))
+    decisions.record(Decision("provisioning", "launched", "node/x", price=0.1, time=T0))
+    first = ledger(kube, decisions, clock)
+    first.reconcile()
+    stored = json.loads(kube.get(CONFIGMAPS, "karpy-savings", "karpy")["data"][DATA_KEY])
+    assert [e["nodes"] for e in stored] == [["a"]]
+    # another replica, with an empty decision log of its own, takes over
+    second = ledger(kube, DecisionLog(clock), clock)
+    second.reconcile()
+    assert second.answer()["savingPerHour"] == pytest.approx(0.4)
+    assert second.answer()["persisted"] is True
+
+
+def test_a_command_that_failed_later_is_not_a_saving() -> None:
+    clock, kube = FakeClock(T0 + 60), FakeKube()
+    decisions = DecisionLog(clock)
+    decisions.record(command(["a"], 0.4, 0.1, T0))
+    book = ledger(kube, decisions, clock)
+    book.reconcile()
+    assert book.answer()["commands"] == 1
+    decisions.record(Decision("deprovisioning", DEPROVISIONING_FAILED, "node/a", "never initialized",
+                              price_before=0.4, price_after=0.1, time=T0 + 30, extra={"nodes": ["a"]}))  # fmt: skip
+    book.reconcile()
+    assert book.answer()["commands"] == 0
+    assert json.loads(kube.get(CONFIGMAPS, "karpy-savings", "karpy")["data"][DATA_KEY]) == []
+
+
+def test_a_conflict_rereads_and_merges_what_another_writer_stored() -> None:
+    clock, kube = FakeClock(T0 + 60), FakeKube()
+    ours = DecisionLog(clock)
+    ours.record(command(["a"], 0.4, 0.0, T0))
+    book = ledger(kube, ours, clock)
+    book.reconcile()
+    theirs = DecisionLog(clock)
+    theirs.record(command(["b"], 0.2, 0.0, T0 + 10))
+    ledger(kube, theirs, clock).reconcile()  # another writer, now ahead
+    ours.record(command(["c"], 0.1, 0.0, T0 + 20))
+    book.reconcile()  # conflict: nothing lost, re-read next pass
+    book.reconcile()
+    stored = json.loads(kube.get(CONFIGMAPS, "karpy-savings", "karpy")["data"][DATA_KEY])
+    assert sorted(e["nodes"][0] for e in stored) == ["a", "b", "c"]
+
+
+def test_a_broken_configmap_is_started_over_not_a_crash() -> None:
+    clock, kube = FakeClock(T0 + 60), FakeKube()
+    kube.put(CONFIGMAPS, {"metadata": {"name": "karpy-savings", "namespace": "karpy"}, "data": {DATA_KEY: "{nope"}})
+    decisions = DecisionLog(clock)
+    decisions.record(command(["a"], 0.4, 0.0, T0))
+    book = ledger(kube, decisions, clock)
+    book.reconcile()
+    assert book.answer()["savingPerHour"] == pytest.approx(0.4)
+    assert json.loads(kube.get(CONFIGMAPS, "karpy-savings", "karpy")["data"][DATA_KEY])[0]["nodes"] == ["a"]
+
+
+def test_the_charts_labels_and_annotations_stay_on_the_configmap() -> None:
+    clock, kube = FakeClock(T0 + 60), FakeKube()
+    helm = {"labels": {"app.kubernetes.io/managed-by": "Helm"}, "annotations": {"meta.helm.sh/release-name": "karpy"}}
+    kube.put(CONFIGMAPS, {"metadata": {"name": "karpy-savings", "namespace": "karpy", **helm}})
+    decisions = DecisionLog(clock)
+    decisions.record(command(["a"], 0.4, 0.0, T0))
+    ledger(kube, decisions, clock).reconcile()
+    stored = kube.get(CONFIGMAPS, "karpy-savings", "karpy")
+    assert stored["metadata"]["labels"] == helm["labels"]
+    assert stored["metadata"]["annotations"] == helm["annotations"]
+    assert json.loads(stored["data"][DATA_KEY])[0]["nodes"] == ["a"]
