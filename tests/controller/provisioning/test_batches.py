@@ -25,6 +25,7 @@ from tests.support import placement
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
+CAPACITY = "karpenter.sh/capacity-type"
 
 
 def _sel(app: str) -> dict[str, Any]:
@@ -52,6 +53,7 @@ WORKLOADS: dict[str, Callable[[str], dict[str, Any]]] = {
     "zone-spread-2": lambda app: spread(app, ZONE, 2),
     "host-spread-1": lambda app: spread(app, HOST, 1),
     "zone-spread-anyway": lambda app: spread(app, ZONE, 1, "ScheduleAnyway"),
+    "zone-spread-on-demand": lambda app: {**spread(app, ZONE, 1), "nodeSelector": {CAPACITY: "on-demand"}},
     "host-anti": lambda app: anti(app, HOST),
     "zone-anti": lambda app: anti(app, ZONE),
     "zone-affine": lambda app: affine(app, ZONE),
