@@ -1,7 +1,9 @@
 """`karpy explain node NAME`, `karpy explain pod NS/NAME` and `karpy what-if --pod FILE`.
 
 Each asks the controller's HTTP API (`--controller-url`, env `KARPY_CONTROLLER_URL`, default
-http://127.0.0.1:8080 — e.g. through `kubectl port-forward`) and prints its answer as text or,
+http://127.0.0.1:8080 — e.g. through `kubectl port-forward`; `--token`, env
+`KARPY_CONTROLLER_TOKEN`, when it checks callers with `--api-auth kubernetes`, e.g.
+`kubectl create token …`) and prints its answer as text or,
 with `--output json`, as the controller gave it. The answers come from the controller's own
 decision code (`controller/explain/`); nothing is changed. Exit codes: 0 answered, 1 the
 controller could not be asked (the message says why), 2 bad input (the controller's message).
@@ -31,10 +33,12 @@ class AskError(Exception):
         self.code = code
 
 
-def ask(base: str, path: str, body: bytes | None = None) -> Any:
+def ask(base: str, path: str, body: bytes | None = None, token: str = "") -> Any:
     """GET (or POST `body` to) the controller; the JSON answer, or AskError."""
     url = base.rstrip("/") + path
     req = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
     if body is not None:
         req.add_header("Content-Type", "application/yaml")
     try:
@@ -140,7 +144,7 @@ def _print(args: argparse.Namespace, answer: Any, text: Any) -> int:
 
 def _run(args: argparse.Namespace, path: str, text: Any, body: bytes | None = None) -> int:
     try:
-        answer = ask(args.controller_url, path, body)
+        answer = ask(args.controller_url, path, body, args.token)
     except AskError as err:
         print(f"karpy {args.command}: {err}", file=sys.stderr)
         return err.code
@@ -174,6 +178,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--controller-url",
         default=os.environ.get("KARPY_CONTROLLER_URL", DEFAULT_URL),
         help=f"the controller's HTTP API (env KARPY_CONTROLLER_URL, default {DEFAULT_URL})",
+    )
+    p.add_argument(
+        "--token",
+        default=os.environ.get("KARPY_CONTROLLER_TOKEN", ""),
+        help="bearer token for a controller that checks callers (env KARPY_CONTROLLER_TOKEN)",
     )
     p.add_argument("--output", choices=("table", "json"), default="table")
 

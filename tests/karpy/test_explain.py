@@ -120,3 +120,24 @@ def test_a_bad_manifest_gets_the_controllers_message(
 def test_an_unreachable_controller_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "node", "a", "--controller-url", "http://127.0.0.1:9"]) == 1
     assert "cannot reach the controller at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_the_token_is_shown_to_a_controller_that_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.kube.access import UNAUTHENTICATED, Verdict
+
+    def access(token: str) -> Verdict:
+        return Verdict(200, "me") if token == "s3cret" else UNAUTHENTICATED
+
+    srv = ControllerHTTPServer(
+        "127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {}, prefixes={"/api/v1/explain/nodes/": _node},
+        access=access,
+    )  # fmt: skip
+    srv.start()
+    try:
+        url = f"http://127.0.0.1:{srv.port}"
+        assert main(["explain", "node", "a", "--controller-url", url]) == 2
+        assert "error" not in capsys.readouterr().out
+        assert main(["explain", "node", "a", "--controller-url", url, "--token", "s3cret"]) == 0
+        assert "node a:" in capsys.readouterr().out
+    finally:
+        srv.stop()
