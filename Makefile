@@ -61,9 +61,12 @@ bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.e2e
 	$(MAKE) bench-karpenter
 
-# Soak: issue 17's zonal spread scenario, one batch / waves / restart, KARPY_SOAK_RUNS times (10).
+# Soak: issue 20's chaos soak (KARPY_SOAK_MINUTES of random scaling, node deletions, controller
+# SIGKILLs, apiserver restarts and cloud faults, invariants checked throughout; 30 by default,
+# KARPY_SOAK_SEED replays one), then issue 17's zonal spread scenario, one batch / waves / restart,
+# KARPY_SOAK_RUNS times (10).
 soak: $(STAMP) cluster-binaries
-	$(BIN)/python -m pytest -m soak -q -s tests/e2e/controller/test_spread.py
+	$(BIN)/python -m pytest -m soak -q -s tests/e2e/test_chaos_soak.py tests/e2e/controller/test_spread.py
 
 # Side by side with Karpenter's own scheduling benchmark on identical inputs (bench/karpenter/: a
 # pinned wrapper Go module; its test binary is built once, a few minutes, and cached under

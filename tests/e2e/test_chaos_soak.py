@@ -1,0 +1,267 @@
+"""Chaos soak (issue 20): an hour of chaos loses nothing — `make soak`, never the default suite.
+
+On a control plane of its own (its kube-apiserver is restarted) with the simulated cloud, two
+controller replicas (leader election, consolidation on) face, for `KARPY_SOAK_MINUTES` (30 by
+default), one random action every 2–6 s:
+- scale: a Deployment (`web` 500m/512Mi, `batch` 1 CPU/2Gi, `spread` 250m with a hostname
+  topology spread) to a random size, including 0;
+- delete-node: `kubectl delete` a random karpy node (termination drains it);
+- kill: SIGKILL a random controller replica (the leader half the time), restarted 2–10 s later;
+- apiserver: stop kube-apiserver, 1–4 s down, start it again;
+- fault: the next 1–3 launches fail (insufficient capacity, or a plain cloud error), or an
+  offering (type, zone, capacity type) goes into an outage for 60 s.
+Between actions the invariants are checked on the live cluster:
+- placement: no bound pod breaks kube-scheduler's order-independent rules (resources, taints,
+  selectors, affinity; `tests/support/placement.py`, independent of karpy);
+- the instance ledger: every simulated instance has a Node and every karpy Node an instance,
+  allowing `LEDGER_GRACE` seconds for launches, terminations and garbage collection in flight
+  (a mismatch that outlives it is a leaked or lost instance);
+- pending: no pod stays Pending longer than `PENDING_LIMIT` (the cloud always has capacity left:
+  a fault blocks a few launches or one offering at a time);
+- memory: each controller process's peak RSS stays under `MEMORY_LIMIT_MB`.
+At the end every Deployment goes to 0, then the cluster must settle: no karpy node, no
+instance. The counts and every violation are printed; the test fails on any violation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.cloudprovider.simulated.store import FAULT_ERROR, FAULT_INSUFFICIENT_CAPACITY
+from controller.core import labels as L
+from localcluster import LocalCluster, procs
+from tests.e2e.env import Controller, KarpyEnv, karpy_env
+from tests.support.placement import final_violations
+from tests.support.poll import settled
+
+pytestmark = [pytest.mark.e2e, pytest.mark.soak]
+
+MINUTES = float(os.environ.get("KARPY_SOAK_MINUTES", "30"))
+SEED = int(os.environ.get("KARPY_SOAK_SEED", str(int(time.time()))))
+LEDGER_GRACE = 120.0  # launch → Node, Node deleted → instance terminated, a leak → collected (gc 5 s)
+PENDING_LIMIT = 300.0  # batch windows (≤ 10 s) + launch + kwok, with kills, restarts and faults in the way
+MEMORY_LIMIT_MB = 400.0
+FLAGS = (
+    "--gc-leak-seconds", "5", "--gc-interval-seconds", "2",
+    "--batch-idle-seconds", "1", "--batch-max-seconds", "10",
+    "--deprovisioning-interval-seconds", "1", "--validation-wait-seconds", "2",
+    "--poll-period-seconds", "2", "--consolidated-reset-seconds", "10",
+    "--replacement-timeout-seconds", "120", "--lease-duration-seconds", "5",
+)  # fmt: skip
+TYPES = ["m5.large", "m5.xlarge", "m5.2xlarge", "c5.xlarge", "c5.2xlarge", "r5.large", "r5.xlarge"]
+ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]
+WORKLOADS = {"web": (20, "500m", "512Mi"), "batch": (10, "1", "2Gi"), "spread": (12, "250m", "256Mi")}
+
+
+@dataclass
+class Tally:
+    actions: dict[str, int] = field(default_factory=dict)
+    checks: int = 0
+    violations: list[str] = field(default_factory=list)
+    peak_rss_mb: dict[str, float] = field(default_factory=dict)
+
+    def count(self, action: str) -> None:
+        self.actions[action] = self.actions.get(action, 0) + 1
+
+    def violate(self, what: str) -> None:
+        stamped = f"{time.strftime('%H:%M:%S')} {what}"
+        print(f"VIOLATION {stamped}", flush=True)
+        self.violations.append(stamped)
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path_factory.mktemp("soak-cluster"))
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def rss_mb(ctrl: Controller) -> float:
+    try:
+        with open(f"/proc/{ctrl.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class Soak:
+    def __init__(self, karpy: KarpyEnv, cluster: LocalCluster, rng: random.Random, tally: Tally) -> None:
+        self.karpy, self.cluster, self.rng, self.tally = karpy, cluster, rng, tally
+        self.replicas: dict[str, Controller | None] = {"replica-a": None, "replica-b": None}
+        self.down_since: dict[str, float] = {}
+        self.mismatch_since: dict[str, float] = {}
+        self.pending_since: dict[str, float] = {}
+        self.outages: list[tuple[float, tuple[str, str, str]]] = []
+
+    # actions --------------------------------------------------------------------------------
+
+    def start(self, identity: str) -> None:
+        self.replicas[identity] = self.karpy.start(identity, *FLAGS, wait_ready=False)
+        self.down_since.pop(identity, None)
+
+    def act(self) -> None:
+        now = time.monotonic()
+        for identity, since in list(self.down_since.items()):
+            if now >= since:
+                self.start(identity)
+        action = self.rng.choices(["scale", "delete-node", "kill", "apiserver", "fault"], weights=[50, 12, 14, 6, 18])[
+            0
+        ]
+        getattr(self, action.replace("-", "_"))()
+        self.tally.count(action)
+
+    def scale(self) -> None:
+        name = self.rng.choice(list(WORKLOADS))
+        self.karpy.scale(name, self.rng.randint(0, WORKLOADS[name][0]))
+
+    def delete_node(self) -> None:
+        nodes = [n["metadata"]["name"] for n in self.karpy.nodes() if not n["metadata"].get("deletionTimestamp")]
+        if nodes:
+            self.cluster.kubectl("delete", "node", self.rng.choice(nodes), "--wait=false", check=False)
+
+    def kill(self) -> None:
+        alive = [i for i, c in self.replicas.items() if c is not None and i not in self.down_since]
+        if not alive:
+            return
+        running = {i: c for i, c in self.replicas.items() if c is not None and i in alive}
+        leaders = [i for i, c in running.items() if c.status().get("leader")]
+        identity = self.rng.choice(leaders if leaders and self.rng.random() < 0.5 else alive)
+        ctrl = running[identity]
+        self.tally.peak_rss_mb[identity] = max(self.tally.peak_rss_mb.get(identity, 0.0), rss_mb(ctrl))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(ctrl.proc.pid, signal.SIGKILL)  # no SIGTERM first: nothing gets to finish
+        procs.wait_until(f"{identity} gone", lambda: not procs.alive(ctrl.proc), 10)
+        self.down_since[identity] = time.monotonic() + self.rng.uniform(2, 10)
+
+    def apiserver(self) -> None:
+        self.cluster.restart("kube-apiserver", downtime=self.rng.uniform(1, 4))
+
+    def fault(self) -> None:
+        store = self.karpy.cloud.store
+        if self.rng.random() < 0.6:
+            kind = self.rng.choice([FAULT_INSUFFICIENT_CAPACITY, FAULT_ERROR])
+            store.fail_next_creates(self.rng.randint(1, 3), kind)
+        else:
+            offering = (self.rng.choice(TYPES), self.rng.choice(ZONES), self.rng.choice(["spot", "on-demand"]))
+            store.set_outage(*offering)
+            self.outages.append((time.monotonic() + 60, offering))
+
+    # invariants -----------------------------------------------------------------------------
+
+    def check(self) -> None:
+        now = time.monotonic()
+        for until_, offering in list(self.outages):
+            if now >= until_:
+                self.karpy.cloud.store.set_outage(*offering, on=False)
+                self.outages.remove((until_, offering))
+        nodes, pods = self.karpy.nodes(), self.karpy.pods()
+        for problem in final_violations(nodes, pods):
+            self.tally.violate(f"placement: {problem}")
+        self._ledger(nodes, now)
+        self._pending(pods, now)
+        for identity, ctrl in self.replicas.items():
+            if ctrl is not None and identity not in self.down_since:
+                rss = rss_mb(ctrl)
+                self.tally.peak_rss_mb[identity] = max(self.tally.peak_rss_mb.get(identity, 0.0), rss)
+                if rss > MEMORY_LIMIT_MB:
+                    self.tally.violate(f"memory: {identity} at {rss:.0f} MB")
+        self.tally.checks += 1
+
+    def _ledger(self, nodes: list[dict[str, Any]], now: float) -> None:
+        instances = {i.provider_id for i in self.karpy.cloud.list()}
+        provider_ids = {str(n["spec"].get("providerID")) for n in nodes if n["spec"].get("providerID")}
+        current = {f"instance without a Node: {p}" for p in instances - provider_ids}
+        current |= {f"Node without an instance: {p}" for p in provider_ids - instances}
+        for gone in set(self.mismatch_since) - current:
+            del self.mismatch_since[gone]
+        for what in current:
+            since = self.mismatch_since.setdefault(what, now)
+            if now - since > LEDGER_GRACE:
+                self.tally.violate(f"ledger: {what} for {now - since:.0f}s")
+                self.mismatch_since[what] = now  # report again only after another grace period
+
+    def _pending(self, pods: list[dict[str, Any]], now: float) -> None:
+        pending = {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+            for p in pods
+            if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        }
+        for gone in set(self.pending_since) - pending:
+            del self.pending_since[gone]
+        for key in pending:
+            since = self.pending_since.setdefault(key, now)
+            if now - since > PENDING_LIMIT:
+                self.tally.violate(f"pending: {key} for {now - since:.0f}s")
+                self.pending_since[key] = now
+
+
+def test_chaos_soak(own_cluster: LocalCluster, tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    tally = Tally()
+    print(f"\nchaos soak: {MINUTES:g} min, seed {SEED}", flush=True)
+    with karpy_env(own_cluster, tmp_path) as karpy:
+        karpy.provisioner(
+            consolidation={"enabled": True},
+            requirements=[{"key": L.INSTANCE_TYPE, "operator": "In", "values": TYPES}],
+            limits={"resources": {"cpu": "400"}},
+        )
+        soak = Soak(karpy, own_cluster, rng, tally)
+        for identity in soak.replicas:
+            soak.start(identity)
+        topology = [{"maxSkew": 1, "topologyKey": L.HOSTNAME, "whenUnsatisfiable": "DoNotSchedule",
+                     "labelSelector": {"matchLabels": {"app": "spread"}}}]  # fmt: skip
+        for name, (_, cpu, memory) in WORKLOADS.items():
+            extra: dict[str, Any] = {"topologySpreadConstraints": topology} if name == "spread" else {}
+            karpy.deployment(name, 2, cpu=cpu, memory=memory, **extra)
+        started = time.monotonic()
+        deadline = started + MINUTES * 60
+        while time.monotonic() < deadline:
+            try:
+                soak.act()
+                pause = time.monotonic() + rng.uniform(2, 6)
+                while time.monotonic() < pause:
+                    soak.check()
+                    time.sleep(1)  # the checks' own pace, not a synchronisation
+            except Exception as err:  # an action or a check that met the chaos: counted, the soak goes on
+                tally.count(f"error:{type(err).__name__}")
+        # the end: everything scaled to 0, the controllers up, faults cleared → nothing may be left
+        for identity in list(soak.down_since):
+            soak.start(identity)
+        for _, offering in soak.outages:
+            karpy.cloud.store.set_outage(*offering, on=False)
+        for name in WORKLOADS:
+            karpy.scale(name, 0)
+        final = time.monotonic()
+
+        def leftovers() -> str:
+            nodes, instances = karpy.nodes(), karpy.cloud.list()
+            return f"{len(nodes)} nodes, {len(instances)} instances" if nodes or instances else ""
+
+        settled(leftovers, 300, "every node and instance gone after scaling to 0")
+        for ctrl in soak.replicas.values():
+            if ctrl is not None:
+                assert procs.alive(ctrl.proc), "a controller exited by itself"
+        print(
+            f"chaos soak done: {(final - started) / 60:.1f} min of chaos, settled in {time.monotonic() - final:.0f}s; "
+            f"actions {dict(sorted(tally.actions.items()))}; {tally.checks} invariant checks; "
+            f"controller peak RSS {', '.join(f'{k} {v:.0f} MB' for k, v in sorted(tally.peak_rss_mb.items()))}; "
+            f"violations {len(tally.violations)}",
+            flush=True,
+        )
+    assert tally.violations == []
