@@ -5,9 +5,10 @@ the deprovisioning controller; the HTTP server (`httpserver.py`) serves its answ
 
 - `nodes()` → `GET /api/v1/nodes`: per owned node, its hourly price and what would happen to it
   now (`deprovisioning/outlook.py`);
-- `pending()` → `GET /api/v1/pods/pending`: per pending pod, the scheduler's last reason
-  (the provisioning controller's `unschedulable`/`ignored` decision), when it was given, and
-  its clauses as values (which provisioners failed at which stage: `scheduling.types.Clause`).
+- `pending()` → `GET /api/v1/pods/pending`: per pending pod, its last evaluation by provisioning
+  (every pod, every pass: `time`, the outcome as `action`, the `reason`, `since` when it began
+  saying so), and the reason's clauses as values (which provisioners failed at which stage:
+  `scheduling.types.Clause`).
 
 `prices()` is shared with the capacity metrics (`capacity.py`). Prices come from the catalogue,
 read at most once a minute, and never while the cloud does not answer (`cloudhealth.py`): then
@@ -103,12 +104,13 @@ class Insight:
         snap = self._state.snapshot()
         pods: dict[str, Any] = {}
         for pod in snap.pending_pods():
-            entry: dict[str, Any] = {"reason": "", "action": "", "time": "", "clauses": []}
+            entry: dict[str, Any] = {"reason": "", "action": "", "time": "", "since": "", "clauses": []}
             if pod.request is not None and pod.request.ignore_reason:
                 entry.update(action="ignored", reason=pod.request.ignore_reason)
-            decision = self._decisions.latest(f"pod/{pod.key}")
-            if decision is not None:
+            found = self._decisions.evaluation(f"pod/{pod.key}")
+            if found is not None:
+                decision = found.decision
                 entry.update(action=decision.action, reason=decision.reason, time=format_timestamp(decision.time))
-                entry["clauses"] = list(decision.extra.get("clauses") or [])
+                entry.update(since=format_timestamp(found.since), clauses=list(decision.extra.get("clauses") or []))
             pods[pod.key] = entry
         return {"synced": snap.synced, "time": format_timestamp(snap.now), "pods": pods}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from controller.core.labels import (
     SUPPORTED_OPERATORS,
@@ -226,13 +227,20 @@ class Requirements(Mapping[str, Requirement]):
         return errors + self.intersects_errors(incoming)
 
     def compatible(self, incoming: Requirements) -> bool:
-        return not self.compatible_errors(incoming)
+        """`compatible_errors` is empty, decided without writing the messages (the solver's hot
+        path: a pod's unknown label key costs one lookup, not a typo search)."""
+        for key, theirs in incoming._reqs.items():
+            mine = self._reqs.get(key)
+            if mine is None:
+                if key in WELL_KNOWN_LABELS or theirs.operator in (NOT_IN, DOES_NOT_EXIST):
+                    continue
+                return False
+            if not mine.intersects(theirs):
+                return False
+        return True
 
     def _typo_hint(self, key: str) -> str:
-        for known in sorted(WELL_KNOWN_LABELS | set(self._reqs)):
-            if key in known or _edit_distance(key, known) < len(known) / 5:
-                return f' (typo of "{known}"?)'
-        return ""
+        return _typo_hint(key, frozenset(self._reqs))
 
     def labels(self) -> dict[str, str]:
         """Custom node labels implied by the requirements (well-known keys come from the instance)."""
@@ -250,6 +258,19 @@ class Requirements(Mapping[str, Requirement]):
 
     def __repr__(self) -> str:
         return "Requirements(" + "; ".join(str(r) for r in self._reqs.values()) + ")"
+
+
+@lru_cache(maxsize=4096)
+def _typo_hint(key: str, keys: frozenset[str]) -> str:
+    """' (typo of "known"?)' for the first well-known or required key `key` is close to (cached:
+    thousands of pods share a few unknown keys)."""
+    for known in sorted(WELL_KNOWN_LABELS | keys):
+        if key in known:
+            return f' (typo of "{known}"?)'
+        # the length difference bounds the edit distance from below: skip what cannot be close
+        if abs(len(known) - len(key)) < len(known) / 5 and _edit_distance(key, known) < len(known) / 5:
+            return f' (typo of "{known}"?)'
+    return ""
 
 
 def _edit_distance(a: str, b: str) -> int:

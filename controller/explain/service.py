@@ -54,7 +54,6 @@ OPPORTUNITY_KINDS = (PDB, DO_NOT_EVICT, DO_NOT_CONSOLIDATE, CONSOLIDATION_DISABL
 """Blockers a user can lift: the opportunity is what consolidation would save without them."""
 WHAT_IF_KINDS = ("Pod", *REPLICATED, "Job")
 MAX_WHAT_IF_PODS = 1000
-RECENT_DECISIONS = 1000
 
 
 class WhatIfError(ValueError):
@@ -198,23 +197,22 @@ class Explainer:
         return self._state.snapshot().now
 
     def _last_evaluation(self, key: str) -> dict[str, Any] | None:
-        latest = self._decisions.latest(f"pod/{key}")
-        launched = next(
-            (d for d in self._decisions.recent(RECENT_DECISIONS) if d.action == LAUNCHED and key in d.pods), None
-        )
-        if launched is not None and (latest is None or launched.time >= latest.time):
-            return {
-                "time": format_timestamp(launched.time),
-                "outcome": LAUNCHED,
-                "reason": launched.reason,
-                "node": launched.subject.removeprefix("node/"),
-                "provisioner": launched.provisioner,
-                "instanceType": launched.instance_type,
-                "pricePerHour": launched.price,
-            }
-        if latest is None:
+        """The pod's last evaluation by provisioning (`DecisionLog.evaluated`, every pass)."""
+        found = self._decisions.evaluation(f"pod/{key}")
+        if found is None:
             return None
-        return {"time": format_timestamp(latest.time), "outcome": latest.action, "reason": latest.reason}
+        latest = found.decision
+        out: dict[str, Any] = {
+            "time": format_timestamp(latest.time),
+            "outcome": latest.action,
+            "reason": latest.reason,
+            "since": format_timestamp(found.since),
+        }
+        if latest.extra.get("node"):
+            out["node"] = latest.extra["node"]
+        if latest.action == LAUNCHED:
+            out.update(provisioner=latest.provisioner, instanceType=latest.instance_type, pricePerHour=latest.price)
+        return out
 
     def what_if(self, text: str) -> Answer:
         try:

@@ -17,6 +17,16 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    which sees the new nodes; with `bind_pods` off it binds them all.
 4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
    decision record, and stay pending: they are retried in the next window.
+
+At scale (issue 21): every pending pod is considered in every pass — no cap, no rotation; the
+solver's cost is per pod signature, so thousands of pods that never fit cost little and do not
+keep a small pod behind them from its node. Every pod of a pass gets its evaluation (time,
+outcome — launched, nominated, unschedulable, launch-failed, ignored — and reason) in the decision
+log (`DecisionLog.evaluated`), read by `/api/v1/pods/pending`, the dashboard and `karpy explain
+pod`; pods that are gone are forgotten. `FailedScheduling` events are written for at most
+`FAILED_SCHEDULING_EVENTS_PER_PASS` pods a pass (the recorder's 2-minute de-duplication makes that a
+rotation over the unschedulable pods), so 10,000 unschedulable pods do not make a pass wait on
+10,000 API writes. The pass's duration and the pods it considered are metrics.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
-from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, UNSCHEDULABLE, Decision, DecisionLog
+from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, NOMINATED, UNSCHEDULABLE, Decision, DecisionLog
 from controller.events import EventRecorder
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
@@ -40,7 +50,7 @@ from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
 from controller.provisioning.launcher import Launcher, LaunchError
-from controller.provisioning.metrics import SCHEDULING_DURATION
+from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.provisioning.spreadpin import Pinner
@@ -53,6 +63,7 @@ from controller.state.snapshot import PodView, Snapshot
 log = logging.getLogger(__name__)
 
 NOMINATED_EVENTS_PER_BATCH = 10  # Karpenter rate-limits Nominated events (burst 10)
+FAILED_SCHEDULING_EVENTS_PER_PASS = 100  # the rest of a pass's unschedulable pods: told in later passes
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,7 @@ class ProvisioningController:
         found = provisionable(snap)
         for pod, _ in found.ignored:  # not karpy's to place: kube-scheduler decides, as before
             self.pinner.release(pod)
+        self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})  # forget the pods that are gone
         self._trigger(found, snap.now)
         if not self.batcher.ready():
             return None
@@ -119,10 +131,14 @@ class ProvisioningController:
         self._batch_taken = snap.now
         found = provisionable(snap)
         for pod, why in found.ignored:
-            self.decisions.record_once(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
+            self.decisions.evaluated(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
         if not found.pending and not found.rescheduled:
             return None
-        return self._provision(snap, found)
+        started = time.monotonic()
+        try:
+            return self._provision(snap, found)
+        finally:
+            PASS_DURATION.observe(time.monotonic() - started)
 
     def _trigger(self, found: Provisionable, now: float) -> None:
         """Open or extend the batch window for pods seen for the first time (from when
@@ -153,6 +169,7 @@ class ProvisioningController:
         inp = provisioning_input(
             snap, found, by_provisioner.types, SchedulingSettings(self.settings.max_instance_types)
         )
+        PODS_CONSIDERED.set(len(inp.pods))
         started = time.monotonic()
         result = schedule(inp)
         SCHEDULING_DURATION.observe(time.monotonic() - started)
@@ -163,15 +180,16 @@ class ProvisioningController:
         )  # fmt: skip
         pending = {p.key: p for p in found.pending}
         missing = "; ".join(by_provisioner.missing[n] for n in sorted(by_provisioner.missing))
+        told = 0
         for key, why in result.unschedulable.items():
             if missing:  # a Provisioner without its AWSNodeTemplate could not be considered
                 why = f"{why}; {missing}"
             outcome.unschedulable[key] = why
-            if key in pending:
-                self.recorder.publish(events.failed_scheduling(pending[key], why))
-                reason = result.reasons.get(key)
-                extra = {"clauses": [c.to_json() for c in reason.clauses]} if reason is not None else {}
-                self.decisions.record_once(Decision(self.name, UNSCHEDULABLE, f"pod/{key}", why, extra=extra))
+            reason = result.reasons.get(key)
+            extra = {"clauses": [c.to_json() for c in reason.clauses]} if reason is not None else {}
+            self.decisions.evaluated(Decision(self.name, UNSCHEDULABLE, f"pod/{key}", why, extra=extra))
+            if key in pending and told < FAILED_SCHEDULING_EVENTS_PER_PASS:
+                told += self.recorder.publish(events.failed_scheduling(pending[key], why))
         self._launch_all(snap, result, pending, outcome)
         self._bind_existing(snap, result, pending, outcome)
         return outcome
@@ -197,6 +215,7 @@ class ProvisioningController:
                 log.warning("%s", err)
                 for key in pod_keys:
                     outcome.failed[key] = str(err)
+                    self.decisions.evaluated(Decision(self.name, LAUNCH_FAILED, f"pod/{key}", str(err)), log=False)
                     if key in pending:
                         self.recorder.publish(events.failed_scheduling(pending[key], str(err)))
                 subject = f"provisioner/{node.provisioner}"
@@ -210,6 +229,15 @@ class ProvisioningController:
                     pod_keys, node.provisioner, inst.instance_type, inst.zone, inst.capacity_type, inst.price,
                 )
             )  # fmt: skip
+            for key in pod_keys:
+                self.decisions.evaluated(
+                    Decision(
+                        self.name, LAUNCHED, f"pod/{key}", f"a new node {launched.node_name} was launched for it",
+                        (), node.provisioner, inst.instance_type, inst.zone, inst.capacity_type, inst.price,
+                        extra={"node": launched.node_name},
+                    ),
+                    log=False,
+                )  # fmt: skip
             for key in [k for k in pod_keys if k in pending][: max(0, NOMINATED_EVENTS_PER_BATCH - nominated_events)]:
                 self.recorder.publish(events.nominated(pending[key], launched.node_name))
                 nominated_events += 1
@@ -238,6 +266,11 @@ class ProvisioningController:
             if node is None or node.marked_for_deletion:
                 continue
             self.state.nominate([node_name], snap.now + self.settings.nomination_seconds)
+            for key in keys:
+                why = f"fits on node {node_name}: left to kube-scheduler"
+                self.decisions.evaluated(
+                    Decision(self.name, NOMINATED, f"pod/{key}", why, extra={"node": node_name}), log=False
+                )
             pins += [(pending[k], node.labels) for k in keys if k in pending and pending[k].topology_gated]
         self._pin(pins)
 

@@ -23,3 +23,12 @@ PROVISIONER_USAGE_PCT = Gauge(
     "karpenter_provisioner_usage_pct", "The Provisioner Usage Percentage is the usage / limit",
     ["resource_type", "provisioner"],
 )  # fmt: skip
+PASS_DURATION = Histogram(
+    "karpy_provisioning_pass_duration_seconds",
+    "Duration of a whole provisioning pass (schedule, launch, bind) in seconds.",
+    buckets=DURATION_BUCKETS,
+)
+PODS_CONSIDERED = Gauge(
+    "karpy_provisioning_pods_considered",
+    "Pods the last provisioning pass considered: every pending pod (and those of nodes being deleted).",
+)

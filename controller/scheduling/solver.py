@@ -140,7 +140,7 @@ class Solver:
     def _daemons_for(self, taints: Sequence[Taint], requirements: Requirements) -> np.ndarray:
         total = np.zeros(len(self.resources), dtype=np.int64)
         for daemon, reqs in self.daemons:
-            if first_untolerated(daemon.tolerations, taints) is None and not requirements.compatible_errors(reqs):
+            if first_untolerated(daemon.tolerations, taints) is None and requirements.compatible(reqs):
                 total += self.vector(daemon.requests)
         return total
 
@@ -287,7 +287,7 @@ class Solver:
         found = self._static.get(key)
         if found is None:
             cls = self.table.classes[cid]
-            if first_untolerated(ps.tolerations, cls.taints) is not None or cls.requirements.compatible_errors(
+            if first_untolerated(ps.tolerations, cls.taints) is not None or not cls.requirements.compatible(
                 ps.requirements
             ):
                 found = -1

@@ -3,6 +3,7 @@ why each pending pod is pending (the provisioning controller's last word about i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -53,27 +54,29 @@ def test_owned_nodes_with_price_and_outlook(served: tuple[str, DecisionLog, Fake
     }
 
 
-def test_pending_pods_get_the_latest_reason_kept_past_the_ring(served: tuple[str, DecisionLog, FakeClock]) -> None:
+def test_pending_pods_get_their_last_evaluation_kept_past_the_ring(served: tuple[str, DecisionLog, FakeClock]) -> None:
     url, decisions, clock = served
     clause = {"provisioners": ["default"], "stages": ["instance-types"], "text": "no instance type has 64 cpu"}
-    decisions.record_once(
-        Decision(
-            "provisioning", UNSCHEDULABLE, "pod/default/a", "no instance type has 64 cpu", extra={"clauses": [clause]}
-        )
+    said = Decision(
+        "provisioning", UNSCHEDULABLE, "pod/default/a", "no instance type has 64 cpu", extra={"clauses": [clause]}
     )
+    decisions.evaluated(said)
     clock.step(10)
-    decisions.record_once(Decision("provisioning", UNSCHEDULABLE, "pod/default/a", "no instance type has 64 cpu"))
+    decisions.evaluated(dataclasses.replace(said, time=0.0))  # the next pass says the same
+    assert [d.subject for d in decisions.recent()].count("pod/default/a") == 1  # the ring got it once
     decisions.record_once(Decision("provisioning", IGNORED, "pod/default/b", "pod uses a PVC"))
     for i in range(1100):  # the ring forgets; the latest answer per pod stays
         decisions.record(Decision("provisioning", "launched", f"node/n{i}"))
     pods = requests.get(f"{url}/api/v1/pods/pending", timeout=5).json()["pods"]
     assert pods["default/a"]["reason"] == "no instance type has 64 cpu"
-    assert pods["default/a"]["time"] == "2023-11-14T22:13:20Z"  # first said, not re-stamped by the repeat
+    assert pods["default/a"]["time"] == "2023-11-14T22:13:30Z"  # evaluated again in the second pass
+    assert pods["default/a"]["since"] == "2023-11-14T22:13:20Z"  # saying the same since the first
     assert pods["default/a"]["clauses"] == [clause]  # the reason as values, for readers such as the dashboard
     assert pods["default/b"] == {
         "action": "ignored",
         "reason": "pod uses a PVC",
         "time": "2023-11-14T22:13:30Z",
+        "since": "2023-11-14T22:13:30Z",
         "clauses": [],
     }
 

@@ -1,6 +1,8 @@
 """The pending pods page's data (pure): each unschedulable pod, why, grouped by owner.
 
-The reason is the controller's scheduler's (`controller/scheduling/reasons.py`), which names
+Each pod shows its last evaluation by the controller (every pending pod is evaluated in every
+provisioning pass: when, the outcome, and since when the reason has stood). The reason is the
+controller's scheduler's (`controller/scheduling/reasons.py`), which names
 the provisioner(s) that came closest; each provisioner is listed with the clause that rejected
 it (read from the reason's clauses, as values), or why it was not in the running (invalid,
 being deleted, not the closest match).
@@ -50,7 +52,8 @@ def pending_page(inputs: Inputs) -> dict[str, Any]:
             "cpu": cpu,
             "memory": memory,
             "reason": reason or ("" if inputs.controller.error else "not evaluated by the controller yet"),
-            "reasonTime": str(entry.get("time") or ""),
+            "reasonTime": str(entry.get("since") or entry.get("time") or ""),
+            "evaluated": str(entry.get("time") or ""),
             "action": str(entry.get("action") or ""),
             "provisioners": _considered(inputs, entry) if reason else [],
         })  # fmt: skip

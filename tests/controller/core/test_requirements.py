@@ -80,6 +80,32 @@ def test_compatible_needs_known_custom_keys() -> None:
     assert node.compatible_errors(Requirements([r("In", "b", key="team")])) == ["key team, team In b not in team In a"]
 
 
+NODE_SIDES = [
+    Requirements(),
+    Requirements([r("In", "a", key="team")]),
+    Requirements([r("In", "a", key="team"), r("In", "us-west-2a", key="topology.kubernetes.io/zone")]),
+    Requirements([r("NotIn", "a", key="team"), r("Exists", key="gpu")]),
+]
+POD_SIDES = [
+    Requirements(),
+    Requirements([r("In", "a", key="team")]),
+    Requirements([r("In", "b", key="team")]),
+    Requirements([r("In", "x", key="unknown")]),
+    Requirements([r("NotIn", "x", key="unknown")]),
+    Requirements([r("DoesNotExist", key="unknown")]),
+    Requirements([r("In", "us-west-2b", key="topology.kubernetes.io/zone")]),
+    Requirements([r("Exists", key="gpu"), r("In", "a", key="team")]),
+    Requirements([r("DoesNotExist", key="gpu")]),
+]
+
+
+@pytest.mark.parametrize("node", NODE_SIDES, ids=repr)
+@pytest.mark.parametrize("pod", POD_SIDES, ids=repr)
+def test_compatible_decides_as_its_errors_say(node: Requirements, pod: Requirements) -> None:
+    """The solver's fast `compatible` (no messages) answers exactly as `compatible_errors`."""
+    assert node.compatible(pod) == (not node.compatible_errors(pod))
+
+
 def test_labels_pick_deterministic_values_for_custom_keys_only() -> None:
     reqs = Requirements.from_wire(
         [

@@ -10,8 +10,14 @@ from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.core import labels as L
 from controller.core.labels import DEPROVISIONING_CORDON
+from controller.decisions import LAUNCHED, UNSCHEDULABLE
 from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES
-from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
+from controller.provisioning.controller import (
+    FAILED_SCHEDULING_EVENTS_PER_PASS,
+    ProvisioningController,
+    ProvisioningPass,
+    ProvisioningSettings,
+)
 from tests.builders.volumes import claim, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
 from tests.fakes.world import World
@@ -274,3 +280,46 @@ def test_a_gated_pod_karpy_ignores_is_released_to_kube_scheduler_without_a_pin()
     (pod,) = env.kube.items(PODS)
     assert "schedulingGates" not in pod["spec"] and "nodeSelector" not in pod["spec"]
     assert env.kube.items(NODES) == []
+
+
+def test_a_pod_that_fits_behind_10000_that_never_fit_is_placed_in_the_first_pass() -> None:
+    """Issue 21 (kubernetes-sigs/karpenter#3152): every pending pod is considered in every pass, so
+    thousands that never fit — too big for any type, or selecting a label no provisioner gives —
+    do not keep a small pod from its node; each of them gets its evaluation, and the pass writes a
+    bounded number of FailedScheduling events (the others' turn comes in later passes)."""
+    env = make_env()
+    for i in range(5_000):
+        env.kube.put(PODS, make_pod(f"huge{i}", cpu="1000", tolerations=TOLERATE))
+        env.kube.put(PODS, make_pod(f"nowhere{i}", cpu="100m", tolerations=TOLERATE, nodeSelector={"zone-x": str(i)}))
+    env.kube.put(PODS, make_pod("small", cpu="100m", tolerations=[*TOLERATE, {"key": "init", "operator": "Exists"}]))
+    outcome = env.run_batch()
+    assert isinstance(outcome, ProvisioningPass)
+    assert outcome.bound == ["default/small"] and len(outcome.launched) == 1
+    assert len(outcome.unschedulable) == 10_000
+    first = env.clock.now()
+    decisions = env.controller.decisions
+    small = decisions.evaluation("pod/default/small")
+    assert small is not None and small.decision.action == LAUNCHED and small.decision.time == first
+    for key in ("default/huge17", "default/nowhere4242"):
+        found = decisions.evaluation(f"pod/{key}")
+        assert found is not None and found.decision.action == UNSCHEDULABLE and found.decision.time == first
+    failed = [e for e in env.kube.events if e["reason"] == "FailedScheduling"]
+    assert len(failed) == FAILED_SCHEDULING_EVENTS_PER_PASS
+
+    env.clock.step(10)  # the retry is due: the same pods, evaluated again, the next ones told
+    env.run_batch()
+    again = decisions.evaluation("pod/default/huge17")
+    assert again is not None and again.decision.time == env.clock.now() and again.since == first
+    told = {e["involvedObject"]["name"] for e in env.kube.events if e["reason"] == "FailedScheduling"}
+    assert len(told) == 2 * FAILED_SCHEDULING_EVENTS_PER_PASS
+
+
+def test_the_evaluations_of_pods_that_are_gone_are_forgotten() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("huge", cpu="1000", tolerations=TOLERATE))
+    env.run_batch()
+    assert env.controller.decisions.evaluation("pod/default/huge") is not None
+    env.kube.delete(PODS, "huge", "default")
+    env.sync()
+    env.controller.reconcile()
+    assert env.controller.decisions.evaluation("pod/default/huge") is None
