@@ -11,8 +11,9 @@ How. karpy's pod webhook creates such pods with the scheduling gate `karpy.sh/to
 (`controller/apis/podgate.py`): nobody schedules them, and the apiserver refuses to bind them.
 Provisioning treats a pod gated by that gate alone as pending from its creation and plans it as
 any other (`controller/scheduling/`: the group's counts hold the pods already bound, the pods
-whose domain karpy chose earlier — placed first, see `solver.py` — and every zone the
-provisioners allow, empty ones included). Once the pod's node exists (an existing node, or a new
+whose domain karpy chose earlier and kube-scheduler has not bound yet — `PodView.spread_pinned`,
+in every batch and placed first, see `solver.py` — and every zone the provisioners allow, empty
+ones included). Once the pod's node exists (an existing node, or a new
 node created held), karpy removes the gate and, in the same write (guarded by the pod's
 resourceVersion), adds a `nodeSelector` fixing each of the gated keys to that node's value.
 kube-scheduler then binds the pod anywhere in that domain; its own spread check for the pod
