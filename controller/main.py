@@ -47,6 +47,7 @@ from controller.provisioning.controller import ProvisioningController, Provision
 from controller.provisioning.counter import CounterController
 from controller.provisioning.initialization import InitializationController
 from controller.settings import Settings
+from controller.settingswatch import SettingsWatch, cluster_info
 from controller.state.cluster import ClusterState
 from controller.state.informer import start_informers
 from controller.termination.controller import TerminationController
@@ -85,6 +86,7 @@ class App:
     elector: LeaderElector | None
     health: CloudHealth
     stop: threading.Event = field(default_factory=threading.Event)
+    settings_watch: SettingsWatch | None = None
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
@@ -106,6 +108,7 @@ class App:
             "notReady": self.not_ready(),
             "cloud": self.health.to_json(),
             "controllers": [j.controller.name for j in self.jobs],
+            "settingsProblem": self.settings_watch.problem if self.settings_watch is not None else "",
         }
 
 
@@ -141,20 +144,7 @@ def make_aws_provider(settings: Settings, clock: Clock) -> CloudProvider:
         tags = settings.tags()
     except (PriceFileError, ValueError) as err:
         raise ConfigError(str(err)) from err
-    aws = AWSSettings(
-        region=settings.aws_region,
-        cluster_name=settings.cluster_name,
-        cluster_endpoint=settings.aws_cluster_endpoint,
-        cluster_ca_bundle=settings.aws_cluster_ca_bundle,
-        cluster_dns_ip=settings.aws_cluster_dns_ip,
-        kubernetes_version=settings.aws_kubernetes_version,
-        default_instance_profile=settings.aws_default_instance_profile,
-        tags=tags,
-        node_label=settings.aws_node_label,
-        isolated_vpc=settings.aws_isolated_vpc,
-        ownership_tag=settings.aws_ownership_tag,
-        launch_template_ttl=settings.aws_launch_template_ttl_seconds,
-    )
+    aws = AWSSettings.from_settings(settings, tags)
     api = AWSApi(Boto3Transport(settings.aws_region, settings.aws_endpoint_url or None))
     return AWSCloudProvider(api, aws, clock, prices, ice_ttl=settings.ice_ttl_seconds)
 
@@ -199,6 +189,7 @@ def build(
 ) -> App:
     clock = clock or SystemClock()
     kube = kube or KubeClient(settings.kubeconfig or None)
+    raw_kube = kube
     cloud = cloud or make_cloud_provider(settings, clock)
     elector = None
     if settings.leader_elect:
@@ -234,7 +225,8 @@ def build(
             needs_cloud=True,
         ),
     ]
-    jobs += _aws_jobs(settings, state, kube, cloud, recorder, decisions, health)
+    aws_jobs, queue = _aws_jobs(settings, state, kube, cloud, recorder, decisions, health)
+    jobs += aws_jobs
     # Deprovisioning is imported at module level: a module that fails to import crashes the
     # process at start instead of shipping a controller that never consolidates (issue 9, bug 5).
     deprovisioning = DeprovisioningController(
@@ -246,10 +238,48 @@ def build(
     explainer = Explainer(state, cloud, decisions)
     savings = SavingsLedger(kube, decisions, clock, settings.leader_election_namespace, settings.savings_configmap)
     jobs.append(Job(savings, 5.0))
+    watch = _settings_watch(settings, raw_kube, recorder, clock, cloud, provisioning, queue)
+    watch.reconcile()  # karpenter-global-settings before any other job acts
+    jobs.insert(0, Job(watch, SETTINGS_SECONDS))
     return App(
         settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, explainer, savings, jobs,
-        elector, health,
+        elector, health, settings_watch=watch,
     )  # fmt: skip
+
+
+SETTINGS_SECONDS = 2.0
+
+
+def _settings_watch(
+    settings: Settings,
+    kube: Kube,
+    recorder: EventRecorder,
+    clock: Clock,
+    cloud: CloudProvider,
+    provisioning: ProvisioningController,
+    queue: Any,
+) -> SettingsWatch:
+    """karpenter-global-settings, and where each of its values goes when it changes."""
+
+    def apply(old: Settings, new: Settings) -> None:
+        provisioning.batcher.idle = new.batch_idle_seconds
+        provisioning.batcher.max_duration = new.batch_max_seconds
+        if cloud.name == "aws":
+            from controller.cloudprovider.aws.provider import AWSSettings
+
+            cloud.reconfigure(AWSSettings.from_settings(new, new.tags()))  # type: ignore[attr-defined]
+        if queue is not None:
+            queue.rename(new.aws_interruption_queue)
+
+    def discover_endpoint(current: Settings) -> tuple[str, str]:
+        found = cluster_info(kube)
+        if not found[0] and cloud.name == "aws":
+            found = cloud.describe_cluster(current.cluster_name)  # type: ignore[attr-defined]
+        return found
+
+    version = getattr(kube, "version", None)
+    endpoint = discover_endpoint if settings.cloud_provider == "aws" else None
+    return SettingsWatch(kube, recorder, clock, settings, apply, version, endpoint)
 
 
 def _aws_jobs(
@@ -260,30 +290,24 @@ def _aws_jobs(
     recorder: EventRecorder,
     decisions: DecisionLog,
     health: CloudHealth,
-) -> list[Job]:
+) -> tuple[list[Job], Any]:
+    """The AWS jobs, and the interruption queue (its name follows the settings; "" = off)."""
     if cloud.name != "aws":
-        return []
+        return [], None
+    from controller.cloudprovider.aws.interruption import InterruptionQueue
+    from controller.interruption.controller import InterruptionController, Replacements
+
     # every 5 s: a pass reloads only what is stale (`refresh()`), and a cloud that does not
     # answer is retried that often, so the controller recovers soon after it does
     jobs = [Job(AWSRefresh(cloud, health, state, recorder), 5.0, first_run_now=True)]
-    if settings.aws_interruption_queue:
-        from controller.cloudprovider.aws.interruption import InterruptionQueue
-        from controller.interruption.controller import InterruptionController, Replacements
-
-        api = cloud.api  # type: ignore[attr-defined]
-        queue = InterruptionQueue(api, settings.aws_interruption_queue)
-        unavailable = cloud.unavailable  # type: ignore[attr-defined]
-        interruption = InterruptionController(
-            state,
-            kube,
-            queue,
-            recorder,
-            decisions,
-            unavailable.mark,
-            owns=cloud.has_seen,  # type: ignore[attr-defined]
-        )
-        jobs += [Job(interruption, 1.0, needs_cloud=True), Job(Replacements(interruption), 1.0, needs_cloud=True)]
-    return jobs
+    api = cloud.api  # type: ignore[attr-defined]
+    queue = InterruptionQueue(api, settings.aws_interruption_queue)
+    unavailable = cloud.unavailable  # type: ignore[attr-defined]
+    interruption = InterruptionController(
+        state, kube, queue, recorder, decisions, unavailable.mark, owns=cloud.has_seen  # type: ignore[attr-defined]
+    )
+    jobs += [Job(interruption, 1.0, needs_cloud=True), Job(Replacements(interruption), 1.0, needs_cloud=True)]
+    return jobs, queue
 
 
 def _deprovisioning(settings: Settings) -> DeprovisioningSettings:

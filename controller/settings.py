@@ -1,9 +1,11 @@
 """`Settings`: the controller process's one typed settings object.
 
 Every field is a `karpy controller` flag (`--batch-idle-seconds`) with an environment twin
-(`KARPY_BATCH_IDLE_SECONDS`); a flag wins over the environment, which wins over the default.
-`Settings.from_args(namespace, environ)` builds it; `add_arguments(parser)` declares the flags;
-`main.py` logs it once at start. Nothing else in the controller reads `os.environ`.
+(`KARPY_BATCH_IDLE_SECONDS`); a flag wins over the environment, which wins over Karpenter's
+`karpenter-global-settings` ConfigMap (`globalsettings.py`, read by `settingswatch.py`), which wins
+over the default. `Settings.from_args(namespace, environ)` builds it and records in `explicit`
+which fields a flag or the environment set; `add_arguments(parser)` declares the flags; `main.py`
+logs it once at start. Nothing else in the controller reads `os.environ`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ def _f(default: Any, help: str) -> Any:
     return field(default=default, metadata={"help": help})
 
 
+def _flags() -> list[dataclasses.Field[Any]]:
+    return [f for f in fields(Settings) if "help" in f.metadata]
+
+
 @dataclass(frozen=True)
 class Settings:
     kubeconfig: str = _f("", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
@@ -36,13 +42,18 @@ class Settings:
     aws_cluster_endpoint: str = _f("", "the apiserver URL nodes bootstrap against (user data)")
     aws_cluster_ca_bundle: str = _f("", "base64 CA bundle of the apiserver for the node bootstrap")
     aws_cluster_dns_ip: str = _f("", "cluster DNS service IP passed to the kubelet")
-    aws_kubernetes_version: str = _f("1.27", "Kubernetes major.minor picking the EKS optimized AMIs")
+    aws_kubernetes_version: str = _f(
+        "", "Kubernetes major.minor picking the EKS optimized AMIs (empty: the apiserver's version)"
+    )
     aws_interruption_queue: str = _f("", "SQS queue name of EC2 interruption events (empty: off)")
     aws_price_file: str = _f("", "on-demand price file used until the pricing API answers (default: built in)")
     aws_default_instance_profile: str = _f("", "instance profile when an AWSNodeTemplate names none")
     aws_isolated_vpc: bool = _f(False, "no pricing API calls (the price file is used)")
     aws_node_label: str = _f("", "label key=value every launched node carries (e.g. kwok's, for tests)")
     aws_tags: str = _f("", "JSON object of tags on every instance, volume and launch template")
+    aws_vm_memory_overhead_percent: float = _f(0.075, "share of an instance's memory the hypervisor keeps")
+    aws_enable_eni_limited_pod_density: bool = _f(True, "max pods from the ENI limits (off: 110)")
+    aws_node_name_convention: str = _f("ip-name", "node names: ip-name (private DNS name) or resource-name")
     aws_ownership_tag: str = _f(
         "karpy.sh/managed-by",
         "key of the tag (value: the cluster name) karpy puts on its instances, launch templates and fleets; "
@@ -53,6 +64,11 @@ class Settings:
     )
     batch_idle_seconds: float = _f(1.0, "provisioning window closes after this long without new pods")
     batch_max_seconds: float = _f(10.0, "provisioning window closes after this long at most")
+    drift_enabled: bool = _f(False, "drift deprovisioning (Karpenter's featureGates.driftEnabled)")
+    settings_configmap: str = _f(
+        "karpenter-global-settings", "Karpenter's global settings ConfigMap, in --settings-namespace (empty: none)"
+    )
+    settings_namespace: str = _f("", "namespace of that ConfigMap (empty: the controller's own, the chart sets it)")
     bind_pods: bool = _f(True, "bind provisioned pods to their new node (off: kube-scheduler binds)")
     ice_ttl_seconds: float = _f(45.0, "how long an offering that ran out of capacity is skipped")
     gc_leak_seconds: float = _f(30.0, "an instance without a node for this long is terminated")
@@ -84,6 +100,7 @@ class Settings:
     )
     log_format: str = _f("json", "json or text")
     log_level: str = _f("info", "debug, info, warning or error")
+    explicit: frozenset[str] = field(default=frozenset(), compare=False)  # fields a flag or KARPY_* set
 
     @property
     def identity(self) -> str:
@@ -95,7 +112,7 @@ class Settings:
 
     @staticmethod
     def add_arguments(parser: argparse.ArgumentParser) -> None:
-        for f in fields(Settings):
+        for f in _flags():
             flag = "--" + f.name.replace("_", "-")
             help_text = f"{f.metadata['help']} (env KARPY_{f.name.upper()}, default {f.default!r})"
             if f.type in (bool, "bool"):
@@ -110,7 +127,7 @@ class Settings:
         """Flags > `KARPY_*` environment > defaults; raises ValueError naming a bad value."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        for f in fields(Settings):
+        for f in _flags():
             raw = getattr(namespace, f.name, None) if namespace is not None else None
             if raw is None:
                 raw = env.get(f"KARPY_{f.name.upper()}")
@@ -121,7 +138,14 @@ class Settings:
             if raw is None:
                 continue
             values[f.name] = _convert(f, raw)
-        settings = Settings(**values)
+        # an empty string (the chart renders unset values so) sets nothing the ConfigMap could set
+        settings = Settings(**values, explicit=frozenset(k for k, v in values.items() if v != ""))
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Raises ValueError naming the first setting that cannot work."""
+        settings = self
         if settings.log_format not in ("json", "text"):
             raise ValueError(f"log-format: must be json or text, not {settings.log_format!r}")
         if settings.cloud_provider not in ("simulated", "aws"):
@@ -135,7 +159,15 @@ class Settings:
             raise ValueError(f"aws-ownership-tag: must be a tag key not starting with aws:, not {owner!r}")
         if settings.cloud_provider == "aws" and not settings.aws_region:
             raise ValueError("aws-region: required with --cloud-provider aws (or set AWS_REGION)")
-        return settings
+        convention = settings.aws_node_name_convention
+        if convention not in ("ip-name", "resource-name"):
+            raise ValueError(f"aws-node-name-convention: must be ip-name or resource-name, not {convention!r}")
+        if settings.aws_vm_memory_overhead_percent < 0:
+            raise ValueError("aws-vm-memory-overhead-percent: cannot be negative")
+        if settings.batch_idle_seconds <= 0 or settings.batch_max_seconds <= 0:
+            raise ValueError("batch-idle-seconds, batch-max-seconds: must be positive")
+        if settings.batch_idle_seconds > settings.batch_max_seconds:
+            raise ValueError("batch-idle-seconds: must not be longer than batch-max-seconds")
 
     def tags(self) -> dict[str, str]:
         """`aws_tags` as a mapping; raises ValueError naming the flag."""
@@ -150,7 +182,9 @@ class Settings:
         return {str(k): v for k, v in value.items()}
 
     def to_log(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out["explicit"] = sorted(self.explicit)
+        return out
 
 
 def _convert(f: dataclasses.Field[Any], raw: Any) -> Any:

@@ -167,6 +167,10 @@ class KubeClient:
 
     # Reads -----------------------------------------------------------------------------------
 
+    def version(self) -> str:
+        """The apiserver's `gitVersion` (GET /version, allowed to every authenticated client)."""
+        return str(self._request("GET", "/version").get("gitVersion", ""))
+
     def list(self, kind: Kind) -> ListResult:
         obj = self._request("GET", kind.collection())
         return ListResult(list(obj.get("items") or []), str((obj.get("metadata") or {}).get("resourceVersion", "")))

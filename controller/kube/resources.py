@@ -38,5 +38,6 @@ CLAIMS = Kind("persistentvolumeclaims", "v1", "persistentvolumeclaims", True)
 VOLUMES = Kind("persistentvolumes", "v1", "persistentvolumes", False)
 STORAGECLASSES = Kind("storageclasses", "storage.k8s.io/v1", "storageclasses", False)
 CSINODES = Kind("csinodes", "storage.k8s.io/v1", "csinodes", False)
+CONFIGMAPS = Kind("configmaps", "v1", "configmaps", True)
 
 WATCHED = (PODS, NODES, PROVISIONERS, AWSNODETEMPLATES, DAEMONSETS, PDBS, CLAIMS, VOLUMES, STORAGECLASSES, CSINODES)

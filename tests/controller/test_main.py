@@ -14,7 +14,7 @@ from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.errors import CloudProviderError
 from controller.core.requirements import Requirements
 from controller.kube.errors import KubeError
-from controller.kube.resources import NODES
+from controller.kube.resources import CONFIGMAPS, NODES
 from controller.main import ConfigError, build, job_body
 from controller.settings import Settings
 from tests.builders.wire import make_node
@@ -37,6 +37,7 @@ def test_build_wires_one_job_per_controller() -> None:
     app = build(Settings(), kube=FakeKube(clock), cloud=FakeCloudProvider(clock=clock), clock=clock)
     names = [j.controller.name for j in app.jobs]
     assert names == [
+        "settings",
         "provisioning",
         "counter",
         "node.initialization",
@@ -45,6 +46,24 @@ def test_build_wires_one_job_per_controller() -> None:
         "deprovisioning",
         "savings",
     ]
+
+
+def test_karpenter_global_settings_reach_the_batcher_at_build_and_on_change() -> None:
+    clock = FakeClock()
+    kube = FakeKube(clock)
+    meta = {"name": "karpenter-global-settings", "namespace": "karpy"}
+    kube.put(CONFIGMAPS, {"metadata": meta, "data": {"batchIdleDuration": "3s", "batchMaxDuration": "30s"}})
+    app = build(Settings(settings_namespace="karpy"), kube=kube, cloud=FakeCloudProvider(clock=clock), clock=clock)
+    batcher = app.provisioning.batcher
+    assert (batcher.idle, batcher.max_duration) == (3.0, 30.0)  # before any job runs
+    kube.put(CONFIGMAPS, {"metadata": meta, "data": {"batchIdleDuration": "2s"}})
+    assert app.settings_watch is not None
+    app.settings_watch.reconcile()
+    assert (batcher.idle, batcher.max_duration) == (2.0, 10.0)
+    kube.put(CONFIGMAPS, {"metadata": meta, "data": {"batchIdleDuration": "later"}})
+    app.settings_watch.reconcile()
+    assert (batcher.idle, batcher.max_duration) == (2.0, 10.0)
+    assert "batchIdleDuration" in app.status()["settingsProblem"]
 
 
 def test_a_deprovisioning_module_that_cannot_be_imported_stops_the_controller_at_start() -> None:

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 THROTTLING_CODES = frozenset(
     {"RequestLimitExceeded", "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestThrottled"}
 )
-SERVICES = ("ec2", "ssm", "sqs", "pricing", "events")
+SERVICES = ("ec2", "ssm", "sqs", "pricing", "events", "eks")
 
 
 class ApiError(Exception):

@@ -13,6 +13,7 @@ queue through `AWSApi`: long-poll receive (10 messages, 20 s wait, 20 s visibili
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -79,30 +80,56 @@ def _ids(ids: tuple[str, ...]) -> tuple[str, ...]:
 
 
 class InterruptionQueue:
+    """The SQS queue by name; `rename()` switches queues at run time (karpenter-global-settings'
+    `aws.interruptionQueueName`), "" turns interruption handling off. A message is deleted from the
+    queue it came from even if the name changed meanwhile."""
+
     def __init__(self, api: AWSApi, queue_name: str, wait_seconds: int = 20) -> None:
         self._api = api
         self.name = queue_name
         self._wait = wait_seconds
         self._url: str | None = None
+        self._lock = threading.Lock()
+        self._from: dict[str, tuple[str, str]] = {}  # receipt → (queue name, url)
+
+    def rename(self, queue_name: str) -> None:
+        with self._lock:
+            if queue_name != self.name:
+                self.name, self._url = queue_name, None
 
     def url(self) -> str:
-        if self._url is None:
-            self._url = str(
-                self._api.call("sqs", "get_queue_url", f"queue {self.name}", QueueName=self.name)["QueueUrl"]
-            )
-        return self._url
+        with self._lock:
+            name, url = self.name, self._url
+        if url is None:
+            url = str(self._api.call("sqs", "get_queue_url", f"queue {name}", QueueName=name)["QueueUrl"])
+            with self._lock:
+                if self.name == name:
+                    self._url = url
+        return url
 
     def receive(self) -> list[dict[str, Any]]:
+        name = self.name
+        if not name:
+            return []
+        url = self.url()
         answer = self._api.call(
             "sqs",
             "receive_message",
-            f"queue {self.name}",
-            QueueUrl=self.url(),
+            f"queue {name}",
+            QueueUrl=url,
             MaxNumberOfMessages=10,
             WaitTimeSeconds=self._wait,
             VisibilityTimeout=20,
         )
-        return list(answer.get("Messages") or [])
+        messages = list(answer.get("Messages") or [])
+        with self._lock:
+            for m in messages:
+                self._from[str(m.get("ReceiptHandle", ""))] = (name, url)
+        return messages
 
     def delete(self, receipt: str) -> None:
-        self._api.call("sqs", "delete_message", f"queue {self.name}", QueueUrl=self.url(), ReceiptHandle=receipt)
+        with self._lock:
+            name, url = self._from.pop(receipt, (self.name, self._url or ""))
+        if not url:
+            url = self.url()
+        self._api.call("sqs", "delete_message", f"queue {name}", QueueUrl=url, ReceiptHandle=receipt)

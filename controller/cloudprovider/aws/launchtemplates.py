@@ -124,6 +124,14 @@ class LaunchTemplates:
         self._used: dict[str, float] = {}  # name → last used (karpy's templates only)
         self._lock = threading.Lock()
 
+    def reconfigure(self, cluster: str, ownership_tag: str, ttl: float) -> None:
+        """A new cluster name or ownership tag: templates found under the old ones are forgotten
+        (no longer provably karpy's for this cluster), so they are never deleted."""
+        with self._lock:
+            if (cluster, ownership_tag) != (self._cluster, self._ownership_tag):
+                self._used.clear()
+            self._cluster, self._ownership_tag, self._ttl = cluster, ownership_tag, ttl
+
     def known(self) -> list[str]:
         with self._lock:
             return sorted(self._used)

@@ -59,6 +59,7 @@ class NodeShape:
     eviction_soft: bool = True  # the family honours evictionSoft
     eni_limited_memory: bool = True  # kube-reserved memory from the ENI-limited pods
     ephemeral_storage: int | None = None  # None: keep the type's (20Gi default)
+    vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT  # aws.vmMemoryOverheadPercent
 
 
 DEFAULT_NODE_SHAPE = NodeShape()
@@ -90,7 +91,7 @@ def pod_capacity(shape: MachineShape, kubelet: KubeletSpec | None, node: NodeSha
 def capacity(
     shape: MachineShape, kubelet: KubeletSpec | None = None, node: NodeShape = DEFAULT_NODE_SHAPE
 ) -> dict[str, int]:
-    vm_overhead = math.ceil(shape.memory_mib * VM_MEMORY_OVERHEAD_PERCENT)
+    vm_overhead = math.ceil(shape.memory_mib * node.vm_memory_overhead_percent)
     out = {
         CPU: shape.vcpus * 1000,
         MEMORY: (shape.memory_mib - vm_overhead) * MIB,

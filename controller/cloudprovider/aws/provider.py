@@ -42,6 +42,7 @@ from controller.cloudprovider.aws.api import AWSApi, AWSError
 from controller.cloudprovider.aws.fleet import ICE_CODES, OWNERSHIP_TAG, Plan, fleet_request, instance_tags, plan_launch
 from controller.cloudprovider.aws.instancetypes import GPU_RESOURCES, NEURON, instance_type, usable
 from controller.cloudprovider.aws.launchtemplates import UNUSED_SECONDS, LaunchTemplates, launch_template_data
+from controller.cloudprovider.aws.overhead import VM_MEMORY_OVERHEAD_PERCENT
 from controller.cloudprovider.aws.pricing import Prices
 from controller.cloudprovider.aws.resolver import Resolver, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
@@ -51,10 +52,12 @@ from controller.cloudprovider.drift import Drift, ami_drift, security_group_drif
 from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
 from controller.core import labels as L
 from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
+from controller.settings import Settings
 
 log = logging.getLogger(__name__)
 
 SCHEME = "aws://"
+DEFAULT_KUBERNETES_VERSION = "1.27"  # when neither set nor discovered
 TYPES_TTL = 300.0
 PRICES_TTL = 12 * 3600.0
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
@@ -67,7 +70,7 @@ class AWSSettings:
     cluster_endpoint: str = ""
     cluster_ca_bundle: str = ""  # base64 PEM for the node bootstrap
     cluster_dns_ip: str = ""
-    kubernetes_version: str = "1.27"
+    kubernetes_version: str = "1.27"  # DEFAULT_KUBERNETES_VERSION
     default_instance_profile: str = ""
     tags: Mapping[str, str] = field(default_factory=dict)
     node_label: str = ""  # "key=value" every launched node carries (the local kwok manages these)
@@ -76,6 +79,28 @@ class AWSSettings:
     isolated_vpc: bool = False  # no pricing API
     ownership_tag: str = OWNERSHIP_TAG  # key of the tag (value: cluster_name) on everything karpy creates
     launch_template_ttl: float = UNUSED_SECONDS  # a launch template unused this long is deleted
+    vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT
+
+    @staticmethod
+    def from_settings(settings: Settings, tags: Mapping[str, str]) -> AWSSettings:
+        """The controller's settings (flags, environment, karpenter-global-settings) as the provider's."""
+        return AWSSettings(
+            region=settings.aws_region,
+            cluster_name=settings.cluster_name,
+            cluster_endpoint=settings.aws_cluster_endpoint,
+            cluster_ca_bundle=settings.aws_cluster_ca_bundle,
+            cluster_dns_ip=settings.aws_cluster_dns_ip,
+            kubernetes_version=settings.aws_kubernetes_version or DEFAULT_KUBERNETES_VERSION,
+            default_instance_profile=settings.aws_default_instance_profile,
+            tags=tags,
+            node_label=settings.aws_node_label,
+            node_name_convention=settings.aws_node_name_convention,
+            eni_limited_pod_density=settings.aws_enable_eni_limited_pod_density,
+            isolated_vpc=settings.aws_isolated_vpc,
+            ownership_tag=settings.aws_ownership_tag,
+            launch_template_ttl=settings.aws_launch_template_ttl_seconds,
+            vm_memory_overhead_percent=settings.aws_vm_memory_overhead_percent,
+        )
 
 
 def provider_id(zone: str, instance_id: str) -> str:
@@ -125,6 +150,30 @@ class AWSCloudProvider:
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
         self._foreign: set[str] = set()  # instance IDs seen without karpy's ownership tag
+
+    def reconfigure(self, settings: AWSSettings) -> None:
+        """New settings at run time (karpenter-global-settings changed): later launches, lists and
+        cleanups use them; the shaped catalogs are rebuilt (overheads and pod density may move)."""
+        if settings.region != self.settings.region:
+            log.warning("the region cannot change at run time (staying in %s)", self.settings.region)
+            settings = replace(settings, region=self.settings.region)
+        with self._lock:
+            self.settings = settings
+            self._shaped.clear()
+            self._foreign.clear()
+        self.resolver.kubernetes_version = settings.kubernetes_version
+        self.launch_templates.reconfigure(settings.cluster_name, settings.ownership_tag, settings.launch_template_ttl)
+
+    def describe_cluster(self, cluster_name: str) -> tuple[str, str]:
+        """(endpoint, base64 CA) from EKS `DescribeCluster`, as Karpenter v0.31 finds the cluster
+        endpoint when `aws.clusterEndpoint` is unset; ("", "") when EKS does not know the cluster."""
+        try:
+            answer = self.api.call("eks", "describe_cluster", cluster_name, name=cluster_name)
+        except AWSError as err:
+            log.warning("discovering the cluster endpoint: %s", err)
+            return "", ""
+        cluster = answer.get("cluster") or {}
+        return str(cluster.get("endpoint") or ""), str((cluster.get("certificateAuthority") or {}).get("data") or "")
 
     # Background refresh ---------------------------------------------------------------------
 
@@ -239,7 +288,7 @@ class AWSCloudProvider:
             for k, kub, tmpl, types in self._shaped:
                 if k == key and kub == kubelet and tmpl == node_template:
                     return types
-        shaped = for_provisioner(base, kubelet, node_template)
+        shaped = for_provisioner(base, kubelet, node_template, self.settings.vm_memory_overhead_percent)
         with self._lock:
             self._shaped.append((key, kubelet, node_template, shaped))
         return shaped

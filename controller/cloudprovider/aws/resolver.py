@@ -83,6 +83,15 @@ class Resolver:
             self._cache[key] = (now, value)
         return value
 
+    @property
+    def kubernetes_version(self) -> str:
+        return self._version
+
+    @kubernetes_version.setter
+    def kubernetes_version(self, version: str) -> None:
+        """The SSM parameters follow the cluster's version (cached per version)."""
+        self._version = version
+
     def invalidate(self) -> None:
         with self._lock:
             self._cache.clear()

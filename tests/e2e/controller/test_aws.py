@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -196,3 +197,72 @@ def test_karpenters_instance_and_launch_template_survive_while_karpys_leaks_are_
     assert state(karpenters) == "running"
     assert karpenter_lt in templates()
     assert [i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()] == []
+
+
+def put_settings(karpy: KarpyEnv, data: dict[str, str]) -> None:
+    karpy.apply({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "karpenter-global-settings", "namespace": karpy.namespace}, "data": data,
+    })  # fmt: skip
+
+
+def instance_tags_of(moto: MotoServer, provider_id: str) -> dict[str, str]:
+    found = moto.client("ec2").describe_instances(InstanceIds=[provider_id.rsplit("/", 1)[-1]])
+    return {t["Key"]: t["Value"] for t in found["Reservations"][0]["Instances"][0].get("Tags") or []}
+
+
+def test_karpenter_global_settings_change_a_running_controller(
+    karpy: KarpyEnv, moto_server: MotoServer, aws: tuple[Account, AWSCloudProvider]
+) -> None:
+    """A Karpenter v0.31 user's ConfigMap drives the cluster name, tags, batch windows and the
+    interruption queue; a change reaches the running controller; an invalid version is refused
+    with an event and the last good settings stay."""
+    sqs = moto_server.client("sqs")
+    queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
+    put_settings(karpy, {
+        "aws.clusterName": "cm-a", "aws.tags": '{"team": "a"}', "batchIdleDuration": "1s",
+        "batchMaxDuration": "5s", "aws.interruptionQueueName": QUEUE, "featureGates.driftEnabled": "false",
+    })  # fmt: skip
+    karpy.provisioner(providerRef={"name": "default"}, requirements=[TYPES])
+    ctrl = karpy.start(
+        "replica-a", "--cloud-provider", "aws", "--aws-region", REGION, "--aws-endpoint-url", moto_server.url,
+        "--aws-node-label", "kwok.x-k8s.io/node=fake", "--aws-cluster-endpoint", "https://127.0.0.1:6443",
+        "--cluster-name", "", "--settings-namespace", karpy.namespace,  # neither set: the ConfigMap decides
+    )  # fmt: skip
+    karpy.deployment("web", 1, cpu="1", memory="1Gi")
+    until(lambda: len(karpy.running("web")) == 1, 90, "the first pod Running")
+    (first,) = karpy.nodes()
+    tags = instance_tags_of(moto_server, first["spec"]["providerID"])
+    assert tags[OWNERSHIP_TAG] == "cm-a" and tags["kubernetes.io/cluster/cm-a"] == "owned" and tags["team"] == "a"
+
+    put_settings(karpy, {
+        "aws.clusterName": "cm-b", "aws.tags": '{"team": "b"}', "batchIdleDuration": "2s",
+        "batchMaxDuration": "7s", "aws.interruptionQueueName": "queue-b",
+    })  # fmt: skip
+    log = Path(ctrl.proc.log)
+    until(lambda: "cluster_name='cm-b'" in log.read_text(), 30, "the controller to take the new settings")
+    changed = next(line for line in log.read_text().splitlines() if "cluster_name='cm-b'" in line)
+    assert "batch_idle_seconds=2.0" in changed and "batch_max_seconds=7.0" in changed
+    assert "aws_interruption_queue='queue-b'" in changed and "aws_tags=" in changed
+    karpy.scale("web", 3)
+    until(lambda: len(karpy.running("web")) == 3, 90, "the new pods Running")
+    second = [n for n in karpy.nodes() if n["metadata"]["name"] != first["metadata"]["name"]]
+    assert second
+    for node in second:
+        tags = instance_tags_of(moto_server, node["spec"]["providerID"])
+        assert tags[OWNERSHIP_TAG] == "cm-b" and tags["kubernetes.io/cluster/cm-b"] == "owned"
+        assert tags["team"] == "b" and "kubernetes.io/cluster/cm-a" not in tags
+
+    # the interruption queue is now queue-b: a stop event there drains that node
+    victim = second[0]
+    detail = {"instance-id": victim["spec"]["providerID"].rsplit("/", 1)[-1], "state": "stopping"}
+    event = {"source": "aws.ec2", "detail-type": "EC2 Instance State-change Notification", "detail": detail}
+    sqs.send_message(QueueUrl=queue_b, MessageBody=json.dumps(event))
+    until(lambda: karpy.node_gone(victim["metadata"]["name"]), 90, "the stopped node drained through queue-b")
+
+    # an invalid version changes nothing and says why
+    put_settings(karpy, {"aws.clusterName": "cm-c", "batchMaxDuration": "soon"})
+    until(lambda: karpy.events("InvalidSettings"), 30, "an InvalidSettings event")
+    problem = until(lambda: ctrl.status().get("settingsProblem"), 30, "the problem in the controller's status")
+    assert "batchMaxDuration: invalid duration 'soon'" in problem
+    assert "cluster_name='cm-c'" not in log.read_text()
