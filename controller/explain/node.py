@@ -148,6 +148,12 @@ def eviction_blockers(node: NodeView, inputs: Inputs) -> list[Blocker]:
     return out
 
 
+def liftable_blockers(node: NodeView, inputs: Inputs) -> list[Blocker]:
+    """The blockers a user can lift (PDB, do-not-evict, the consolidation opt-outs): cheap, no
+    simulation; the savings page simulates only the nodes that have one."""
+    return eviction_blockers(node, inputs) + _consolidation_blockers(node, inputs)
+
+
 def _consolidation_blockers(node: NodeView, inputs: Inputs) -> list[Blocker]:
     why = consolidation_blocker(node, inputs)
     if why is None:

@@ -36,6 +36,7 @@ from controller.explain.node import (
     Blocker,
     NodeExplanation,
     explain_node,
+    liftable_blockers,
 )
 from controller.explain.pod import World, per_provisioner, place
 from controller.provisioning.nodetemplates import ProvisionerTypes, instance_types_for
@@ -48,7 +49,7 @@ from controller.state.schedulinginput import scheduling_input
 from controller.state.snapshot import Snapshot
 
 Answer = tuple[int, Any]
-OPPORTUNITY_NODES = 50  # nodes simulated per opportunity answer, at most
+OPPORTUNITY_NODES = 50  # blocked nodes simulated per opportunity answer, at most
 OPPORTUNITY_CACHE_SECONDS = 30.0
 OPPORTUNITY_KINDS = (PDB, DO_NOT_EVICT, DO_NOT_CONSOLIDATE, CONSOLIDATION_DISABLED)
 """Blockers a user can lift: the opportunity is what consolidation would save without them."""
@@ -178,7 +179,8 @@ class Explainer:
         inputs = Inputs.of(snap, types.types)
         nodes: list[dict[str, Any]] = []
         total = 0.0
-        for node in list(inputs.nodes)[:OPPORTUNITY_NODES]:
+        blocked = [n for n in inputs.nodes if liftable_blockers(n, inputs)]
+        for node in blocked[:OPPORTUNITY_NODES]:
             x = explain_node(inputs, node.name, self._scheduler)
             kinds = {b.kind for b in x.blockers}
             if x.unblocked_saving and x.unblocked_saving > 0 and kinds and kinds <= set(OPPORTUNITY_KINDS):
@@ -187,7 +189,8 @@ class Explainer:
                               "savingPerHour": x.unblocked_saving, "blockers": [b.to_json() for b in x.blockers]})
         answer = {
             "synced": True, "time": format_timestamp(snap.now), "savingPerHour": round(total, 6), "nodes": nodes,
-            "nodesConsidered": min(len(inputs.nodes), OPPORTUNITY_NODES), "nodesOwned": len(inputs.nodes),
+            "nodesConsidered": min(len(blocked), OPPORTUNITY_NODES), "nodesBlocked": len(blocked),
+            "nodesOwned": len(inputs.nodes),
         }  # fmt: skip
         with self._lock:
             self._opportunity = (now, answer)

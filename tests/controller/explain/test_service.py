@@ -177,3 +177,12 @@ def test_not_synced_is_503_not_a_guess() -> None:
     explainer = Explainer(state, FakeCloudProvider(CATALOG, clock), DecisionLog(clock))
     assert explainer.node("a")[0] == 503
     assert explainer.pod("default", "p")[0] == 503
+
+
+def test_the_opportunity_is_what_blocked_nodes_would_save_without_their_blockers(served: Served) -> None:
+    clock = FakeClock()
+    explainer = Explainer(served.state, FakeCloudProvider(CATALOG, clock), DecisionLog(clock))
+    got = explainer.opportunity()
+    assert [(n["node"], n["savingPerHour"]) for n in got["nodes"]] == [("b", 0.192)]
+    assert [b["kind"] for b in got["nodes"][0]["blockers"]] == ["pdb"]
+    assert got["savingPerHour"] == 0.192 and got["nodesBlocked"] == 1 and got["nodesOwned"] == 2

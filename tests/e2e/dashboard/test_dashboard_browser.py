@@ -174,6 +174,16 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
     assert "do-not-evict" in {b["kind"] for b in explained["blockers"]}
     assert len(page.locator("#explain-destinations tbody tr").all()) == len(explained["destinations"]) > 0
 
+    # Savings: the page says what the controller's API says, and the node kept only by its
+    # do-not-evict pod is part of the blocked opportunity when removing it would save (issue 22).
+    page.click("nav a[href='/savings']")
+    page.wait_for_url("**/savings")
+    saved = dash.api("/api/v1/savings")
+    assert page.locator("#saving-commands").inner_text() == str(saved["commands"])
+    assert page.locator("#saving-hour").inner_text().startswith(f"${saved['savingPerHour']:.4f}")
+    for n in saved["opportunity"]["nodes"]:
+        assert n["node"] in page.locator("#opportunity-nodes").inner_text()
+
     # Hostile text is shown as text, never run.
     page.goto(dash.url + "/provisioners/hostile")
     assert XSS in page.locator("main").inner_text()
