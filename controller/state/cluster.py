@@ -73,6 +73,27 @@ def _kept(obj: Obj) -> Obj:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
+# The volume kinds keep only what `scheduling/volumeobjects.py` reads (and their metadata).
+_VOLUME_FIELDS: Mapping[str, tuple[str, ...]] = {
+    CLAIMS.name: ("spec", "status"),
+    VOLUMES.name: ("spec", "status"),
+    STORAGECLASSES.name: ("provisioner", "volumeBindingMode", "allowedTopologies"),
+    CSINODES.name: ("spec",),
+}
+
+
+def _kept_as(kind: str, obj: Obj) -> Obj:
+    obj = _kept(obj)
+    fields = _VOLUME_FIELDS.get(kind)
+    if fields is None:
+        return obj
+    out = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata", *fields)}
+    status = out.get("status")
+    if isinstance(status, Mapping):
+        out["status"] = {"phase": status.get("phase")}
+    return out
+
+
 def object_key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
@@ -109,7 +130,7 @@ class ClusterState:
         with self._lock:
             if kind == PODS.name:
                 self._dirty_pods.update(self._objects[kind])
-            self._objects[kind] = {object_key(o): _kept(o) for o in items}
+            self._objects[kind] = {object_key(o): _kept_as(kind, o) for o in items}
             if kind == PODS.name:
                 self._dirty_pods.update(self._objects[kind])
             if kind in VOLUME_KINDS:
@@ -123,7 +144,7 @@ class ClusterState:
             if event_type == "DELETED":
                 self._objects[kind].pop(key, None)
             elif event_type in ("ADDED", "MODIFIED"):
-                self._objects[kind][key] = _kept(obj)
+                self._objects[kind][key] = _kept_as(kind, obj)
             else:
                 return
             if kind == PODS.name:
