@@ -6,7 +6,9 @@ watch reports it: `record_node(obj)` (an in-flight node), `record_binding(pod, n
 `nominate(nodes, until)`, `mark_for_deletion(nodes)` / `unmark_for_deletion(nodes)`.
 Readers: `snapshot()` (an immutable `Snapshot`) and `synced()`, which gates every decision:
 true once every watched kind has been listed and none is re-listing after a lost watch.
-Thread-safe (one lock); views are cached per object resourceVersion. Pods are kept indexed
+Thread-safe (one lock); views are cached per object resourceVersion. Objects are kept without
+`metadata.managedFields`; of claims, volumes, storage classes and CSINodes only what placement
+reads is kept, and `Snapshot.volumes` is rebuilt only after one of them changed. Pods are kept indexed
 incrementally: a snapshot rebuilds only the views of pods changed since the last one and the pod
 lists of the nodes they left or joined, so that the several controllers snapshotting every tick
 do not walk thousands of pods each time.
