@@ -234,6 +234,7 @@ class Volume:
     driver: str = ""
     deleting: bool = False
     error: str = ""
+    aliased_keys: frozenset[str] = frozenset()  # keys it names that karpy reads under another name
 
 
 @dataclass(frozen=True)

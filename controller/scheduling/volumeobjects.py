@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.core.labels import REGION, ZONE
+from controller.core.labels import REGION, ZONE, normalize_key
 from controller.core.quantity import QuantityError, parse_quantity
 from controller.core.requirements import Requirement
 from controller.scheduling.pods import PodSpecError, label_selector
@@ -120,6 +120,12 @@ def read_volume(obj: Mapping[str, Any]) -> Volume:
         pinned = _label_terms(labels)
         if pinned:
             terms = tuple(term + pinned for term in terms) if terms else (pinned,)
+        named = [
+            str(_map(e).get("key") or "")
+            for t in required.get("nodeSelectorTerms") or []
+            for e in _map(t).get("matchExpressions") or []
+        ]
+        aliased = frozenset(k for k in (*named, *labels) if normalize_key(k) != k)
         driver = str(_map(spec.get("csi")).get("driver") or "")
         if not driver and spec.get("awsElasticBlockStore") is not None:
             driver = EBS_DRIVER
@@ -136,6 +142,7 @@ def read_volume(obj: Mapping[str, Any]) -> Volume:
             anywhere=not required.get("nodeSelectorTerms") and not pinned,
             driver=driver,
             deleting=meta.get("deletionTimestamp") is not None,
+            aliased_keys=aliased,
         )
     except (PodSpecError, QuantityError, TypeError, ValueError, AttributeError) as err:
         return Volume(name, error=f"cannot read persistentvolume {name}: {err}")

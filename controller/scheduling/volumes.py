@@ -333,7 +333,9 @@ def bind_refusal(
 ) -> str:
     """Why a binder may not bind `pod` to this node now because of its volumes ("" when it may):
     a claim still to bind (kube-scheduler must, so that it picks the volume's node), a volume
-    the node's labels do not allow, or an attach limit of the node's CSINode reached."""
+    the node's labels do not allow or whose keys the node lacks as written (an alias such as
+    `topology.ebs.csi.aws.com/zone`, which karpy reads as the zone: kube-scheduler binds once
+    the node has it), or an attach limit of the node's CSINode reached."""
     if not pod.claims:
         return ""
     found = pod_volumes(pod, objects)
@@ -344,6 +346,15 @@ def bind_refusal(
         return f"persistentvolumeclaim {claim} is not bound yet: kube-scheduler binds the pod and picks its volume"
     if not terms_allow(labels, found.terms):
         return f"its volumes allow only {describe(found.terms or ())}"
+    for ref in pod.claims:
+        bound = objects.claims.get(claim_key(pod, ref.name))
+        volume = objects.volumes.get(bound.volume_name) if bound is not None else None
+        if volume is None:
+            continue
+        missing = sorted(k for k in volume.aliased_keys if k not in labels)
+        if missing:
+            # kube-scheduler reads the volume's keys as written: it binds once the node has them
+            return f"the node has no label {missing[0]}, which persistentvolume {volume.name} names"
     limits = objects.node_limits.get(node, {})
     if limits and found.usage:
         used = node_usage(on_node, objects)

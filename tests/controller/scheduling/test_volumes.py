@@ -254,3 +254,16 @@ def test_an_attach_limit_no_type_meets_is_named() -> None:
     vols = objects([claim(n) for n in "abc"], [], [storage_class()])
     why = reason(run([with_claims(make_pod("p"), *"abc")], types=[small], volumes=vols), "p")
     assert "has 3 ebs.csi.aws.com volume attachments (the largest has 2 ebs.csi.aws.com volume attachments)" in why
+
+
+def test_a_volume_naming_an_alias_waits_for_the_node_to_carry_it() -> None:
+    """karpy plans `topology.ebs.csi.aws.com/zone` as the zone, but kube-scheduler reads the key as
+    written: karpy binds only once the node has that label (the EBS driver sets it)."""
+    ebs = volume(
+        "pv", terms=zone_affinity("test-zone-c", key="topology.ebs.csi.aws.com/zone"), claim_ref=("default", "data")
+    )
+    vols = objects([claim("data", volume="pv")], [ebs])
+    assert zone_of(run([db()], volumes=vols), "db-0") == "test-zone-c"
+    labels = {ZONE: "test-zone-c", HOSTNAME: "n1"}
+    assert "no label topology.ebs.csi.aws.com/zone" in bind_refusal(db(), "n1", labels, [], vols)
+    assert bind_refusal(db(), "n1", {**labels, "topology.ebs.csi.aws.com/zone": "test-zone-c"}, [], vols) == ""
