@@ -4,7 +4,8 @@
 the deprovisioning controller; the HTTP server (`httpserver.py`) serves its answers read-only:
 
 - `nodes()` → `GET /api/v1/nodes`: per owned node, its hourly price and what would happen to it
-  now (`deprovisioning/outlook.py`);
+  now (`deprovisioning/outlook.py`), and the last consolidation pass (`consolidation`: when, how
+  long, candidates eligible and covered per method, complete or stopped on its budget);
 - `pending()` → `GET /api/v1/pods/pending`: per pending pod, its last evaluation by provisioning
   (every pod, every pass: `time`, the outcome as `action`, the `reason`, `since` when it began
   saying so), and the reason's clauses as values (which provisioners failed at which stage:
@@ -53,10 +54,12 @@ class Insight:
         clock: Clock,
         outlooks: Callable[[], Mapping[str, Outlook]] | None = None,
         health: CloudHealth | None = None,
+        consolidation: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self._state, self._cloud, self._decisions, self._clock = state, cloud, decisions, clock
         self._outlooks = outlooks
         self._health = health
+        self._consolidation = consolidation
         self._lock = threading.Lock()
         self._prices: dict[PriceKey, float] = {}
         self._prices_at = float("-inf")
@@ -98,7 +101,11 @@ class Insight:
                 entry["outlook"] = outlooks[name].to_json()
             out[name] = entry
         cloud = self._health.to_json() if self._health is not None else {"ready": True, "problem": ""}
-        return {"synced": snap.synced, "time": format_timestamp(snap.now), "cloud": cloud, "nodes": out}
+        consolidation = dict(self._consolidation()) if self._consolidation is not None else {}
+        return {
+            "synced": snap.synced, "time": format_timestamp(snap.now), "cloud": cloud, "nodes": out,
+            "consolidation": consolidation,
+        }  # fmt: skip
 
     def pending(self) -> dict[str, Any]:
         snap = self._state.snapshot()

@@ -234,7 +234,7 @@ def build(
         recorder=recorder, decisions=decisions,
     )  # fmt: skip
     jobs.append(Job(deprovisioning, settings.deprovisioning_interval_seconds, needs_cloud=True))
-    insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks, health)
+    insight = Insight(state, cloud, decisions, clock, deprovisioning.outlooks, health, lambda: deprovisioning.last_pass)
     explainer = Explainer(state, cloud, decisions)
     savings = SavingsLedger(kube, decisions, clock, settings.leader_election_namespace, settings.savings_configmap)
     jobs.append(Job(savings, 5.0))
@@ -304,7 +304,13 @@ def _aws_jobs(
     queue = InterruptionQueue(api, settings.aws_interruption_queue)
     unavailable = cloud.unavailable  # type: ignore[attr-defined]
     interruption = InterruptionController(
-        state, kube, queue, recorder, decisions, unavailable.mark, owns=cloud.has_seen  # type: ignore[attr-defined]
+        state,
+        kube,
+        queue,
+        recorder,
+        decisions,
+        unavailable.mark,
+        owns=cloud.has_seen,  # type: ignore[attr-defined]
     )
     jobs += [Job(interruption, 1.0, needs_cloud=True), Job(Replacements(interruption), 1.0, needs_cloud=True)]
     return jobs, queue
@@ -316,6 +322,7 @@ def _deprovisioning(settings: Settings) -> DeprovisioningSettings:
         poll_period_seconds=settings.poll_period_seconds,
         replacement_timeout_seconds=settings.replacement_timeout_seconds,
         consolidated_reset_seconds=settings.consolidated_reset_seconds,
+        consolidation_budget_seconds=settings.consolidation_budget_seconds,
     )
 
 

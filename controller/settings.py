@@ -81,6 +81,9 @@ class Settings:
     poll_period_seconds: float = _f(10.0, "deprovisioning re-checks expiration and emptiness this often when idle")
     replacement_timeout_seconds: float = _f(570.0, "a replacement node not initialized by then fails the command")
     consolidated_reset_seconds: float = _f(300.0, "consolidation runs again after this long even if nothing changed")
+    consolidation_budget_seconds: float = _f(
+        20.0, "a deprovisioning pass stops simulating after this long and continues where it stopped in the next"
+    )
     resync_seconds: float = _f(300.0, "full re-list of every watched kind this often")
     leader_elect: bool = _f(True, "only the holder of the Lease acts")
     leader_election_id: str = _f("", "identity in the Lease (default: hostname_pid)")

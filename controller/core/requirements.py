@@ -175,7 +175,7 @@ class Requirements(Mapping[str, Requirement]):
     @staticmethod
     def from_labels(labels: Mapping[str, str]) -> Requirements:
         """`In [value]` for every label."""
-        return Requirements(Requirement.new(k, IN, [v]) for k, v in labels.items())
+        return Requirements(_label_requirement(k, v) for k, v in labels.items())
 
     def add(self, req: Requirement) -> None:
         existing = self._reqs.get(req.key)
@@ -258,6 +258,12 @@ class Requirements(Mapping[str, Requirement]):
 
     def __repr__(self) -> str:
         return "Requirements(" + "; ".join(str(r) for r in self._reqs.values()) + ")"
+
+
+@lru_cache(maxsize=65_536)
+def _label_requirement(key: str, value: str) -> Requirement:
+    """`key In [value]` (immutable, so shared: every simulation reads the same node labels again)."""
+    return Requirement.new(key, IN, [value])
 
 
 @lru_cache(maxsize=4096)

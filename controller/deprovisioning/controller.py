@@ -11,6 +11,11 @@ unmarks. The cordon carries karpy's deprovisioning mark (`cordon.py`), and every
 lifts the marked cordons no command in progress holds — those a killed controller left behind.
 An idle pass sets the consolidated flag until cluster state changes (or 5 min pass) and the
 next full pass waits `poll_period_seconds`.
+
+Each pass's simulations get `consolidation_budget_seconds` of wall time (`Deadline`); a pass
+that stops on it keeps where it stopped (`_progress`) and the next pass — at once, not after the
+poll period — continues there (anytime, issue 21). The last pass's time, the candidates each
+method covered and whether it completed are metrics and `last_pass` (the dashboard's overview).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
 from controller.core.labels import BINDING_HOLD
+from controller.core.timestamps import format_timestamp
 from controller.decisions import DecisionLog
 from controller.deprovisioning import decisionlog
 from controller.deprovisioning import events as E
@@ -32,7 +38,16 @@ from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncord
 from controller.deprovisioning.decide import Decision, Pending, decide
 from controller.deprovisioning.launcher import Launcher
 from controller.deprovisioning.outlook import Outlook, node_outlooks, progress_of, unconsolidatable_reasons
-from controller.deprovisioning.types import Action, Command, DeprovisioningSettings, Event, Inputs, Scheduler
+from controller.deprovisioning.types import (
+    CONSOLIDATION,
+    Action,
+    Command,
+    DeprovisioningSettings,
+    Event,
+    Inputs,
+    Progress,
+    Scheduler,
+)
 from controller.events import EventRecorder
 from controller.kube.client import Kube, Obj
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
@@ -43,6 +58,17 @@ from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The pass's budget on the process's monotonic clock (the decision code only asks `spent()`)."""
+
+    at: float
+
+    def spent(self) -> bool:
+        return time.monotonic() >= self.at
+
 
 VANISHED_AFTER_SECONDS = 5.0  # a replacement not seen after this long counts as failed (spec §11)
 
@@ -88,6 +114,8 @@ class DeprovisioningController:
         self._idle_since: tuple[int, float] | None = None  # (state generation, time) the flag was set
         self._last_pass = float("-inf")  # when decide() last ran
         self.last_decision: Decision | None = None
+        self._progress = Progress()  # where the last pass stopped on its budget
+        self.last_pass: dict[str, Any] = {}  # its time, duration, coverage (the dashboard's overview)
         self.unconsolidatable: dict[str, str] = {}  # the last consolidation pass's reasons, by node
 
     # The loop ----------------------------------------------------------------------------------
@@ -105,12 +133,15 @@ class DeprovisioningController:
         if consolidated and self._pending is None and snap.now - self._last_pass < self.settings.poll_period_seconds:
             return  # when consolidated, expiration and emptiness still get a pass every poll period
         self._last_pass = snap.now
-        inputs = Inputs.of(snap, self._instance_types(snap), consolidated)
         started = time.monotonic()
+        budget = Deadline(started + self.settings.consolidation_budget_seconds)
+        inputs = Inputs.of(snap, self._instance_types(snap), consolidated, budget, self._progress)
         decision = decide(inputs, self._pending, self._scheduler, self.settings)
-        M.EVALUATION_DURATION.labels(method=decision.method or "all").observe(time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        M.EVALUATION_DURATION.labels(method=decision.method or "all").observe(elapsed)
         for deprovisioner, count in decision.eligible.items():
             M.ELIGIBLE_MACHINES.labels(deprovisioner=deprovisioner).set(count)
+        self._account(decision, snap.now, elapsed)
         self.last_decision = decision
         if not consolidated:
             self.unconsolidatable = unconsolidatable_reasons(decision)
@@ -140,6 +171,23 @@ class DeprovisioningController:
     def _instance_types(self, snap: Snapshot) -> dict[str, Sequence[InstanceType]]:
         # the same resolved node templates as provisioning (a missing one: no types, no replacement)
         return dict(instance_types_for(snap, self._cloud).types)
+
+    def _account(self, decision: Decision, now: float, elapsed: float) -> None:
+        """Keep where the pass stopped, and say how long it took and what it covered."""
+        self._progress = decision.progress  # an incomplete pass is not idle: the next tick continues
+        M.PASS_SECONDS.set(elapsed)
+        M.PASS_COMPLETE.set(0 if decision.incomplete else 1)
+        for method, count in decision.covered.items():
+            M.CANDIDATES_COVERED.labels(method=method).set(count)
+        if decision.covered:  # a pass that reached the consolidation methods
+            self.last_pass = {
+                "time": format_timestamp(now),
+                "seconds": round(elapsed, 3),
+                "complete": not decision.incomplete,
+                "stoppedIn": decision.method if decision.incomplete else "",
+                "eligible": decision.eligible.get(CONSOLIDATION, 0),
+                "covered": dict(decision.covered),
+            }
 
     def outlooks(self) -> dict[str, Outlook]:
         """What would happen to each owned node now (`outlook.py`), from a fresh snapshot."""

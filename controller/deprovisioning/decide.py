@@ -7,10 +7,16 @@ is not executed at once: it comes back as `pending`, the caller keeps it and pas
 again; once `validation_wait_seconds` have passed since it was
 computed it is re-validated on the fresh inputs and, if still valid, executed. While a
 command is pending nothing else is decided (Karpenter blocks its loop for those 15 s).
+
+Anytime (issue 21, `types.py`): a method that stops on `inputs.budget` ends the pass — with its
+best command so far if it has one, else `incomplete` with the `progress` to pass back in next
+time (an incomplete pass is not idle: the consolidated flag is not set on it). `covered` says how
+many candidates each method evaluated.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +33,7 @@ from controller.deprovisioning.types import (
     DeprovisioningSettings,
     Event,
     Inputs,
+    Progress,
     Scheduler,
 )
 from controller.deprovisioning.validation import validate
@@ -63,10 +70,13 @@ class Decision:
     pending: Pending | None = None
     dropped: str = ""
     eligible: dict[str, int] = field(default_factory=dict)
+    covered: dict[str, int] = field(default_factory=dict)  # method → candidates evaluated this pass
+    progress: Progress = field(default_factory=Progress)
+    incomplete: bool = False
 
     @property
     def idle(self) -> bool:
-        return self.execute is None and self.pending is None and not self.dropped
+        return self.execute is None and self.pending is None and not self.dropped and not self.incomplete
 
 
 def decide(
@@ -78,24 +88,30 @@ def decide(
 ) -> Decision:
     markers = tuple(emptiness_annotations(inputs))
     wait = settings.validation_wait_seconds
+    progress = inputs.progress
     if pending is not None:
         if inputs.now < pending.since + wait:
-            return Decision(annotations=markers, pending=pending, method=pending.method)
+            return Decision(annotations=markers, pending=pending, method=pending.method, progress=progress)
         checked = validate(pending.command, pending.method, inputs, scheduler)
         if checked.command is None:
-            return Decision(annotations=markers, dropped=checked.why_not, method=pending.method)
-        return Decision(annotations=markers, execute=checked.command, method=pending.method)
+            return Decision(annotations=markers, dropped=checked.why_not, method=pending.method, progress=progress)
+        return Decision(annotations=markers, execute=checked.command, method=pending.method, progress=progress)
     events: list[Event] = []
     eligible: dict[str, int] = {}
+    covered: dict[str, int] = {}
     for deprovisioner in deprovisioners:
         proposal = deprovisioner.compute(inputs, scheduler)
+        method = deprovisioner.method
         events.extend(proposal.events)
         eligible[deprovisioner.name] = max(eligible.get(deprovisioner.name, 0), proposal.eligible)
+        covered[method] = proposal.covered
+        progress = progress.merged(method, proposal.progress)
+        passed = Decision(markers, tuple(events), method=method, eligible=eligible, covered=covered, progress=progress)
         if proposal.command is None:
+            if not proposal.complete:  # out of budget: the next pass continues from `progress`
+                return dataclasses.replace(passed, incomplete=True)
             continue
-        method = deprovisioner.method
         if deprovisioner.needs_validation and wait > 0:
-            held = Pending(proposal.command, method, inputs.now)
-            return Decision(markers, tuple(events), pending=held, method=method, eligible=eligible)
-        return Decision(markers, tuple(events), execute=proposal.command, method=method, eligible=eligible)
-    return Decision(markers, tuple(events), eligible=eligible)
+            return dataclasses.replace(passed, pending=Pending(proposal.command, method, inputs.now))
+        return dataclasses.replace(passed, execute=proposal.command)
+    return Decision(markers, tuple(events), eligible=eligible, covered=covered, progress=progress)

@@ -28,6 +28,18 @@ EVALUATION_DURATION = Histogram(
     ["method"],
     buckets=DURATION_BUCKETS,
 )
+PASS_SECONDS = Gauge(
+    "karpy_deprovisioning_pass_seconds", "Wall time of the last deprovisioning pass (its simulations are budgeted)."
+)
+CANDIDATES_COVERED = Gauge(
+    "karpy_deprovisioning_candidates_covered",
+    "Candidates the last deprovisioning pass evaluated, by consolidation method (with eligible: the coverage).",
+    ["method"],
+)
+PASS_COMPLETE = Gauge(
+    "karpy_deprovisioning_pass_complete",
+    "1 when the last pass went through every method it reached, 0 when it stopped on its budget (resumed next).",
+)
 REPLACEMENT_INITIALIZED = Histogram(
     "karpenter_deprovisioning_replacement_node_initialized_seconds",
     "Amount of time required for a replacement node to become initialized.",
@@ -36,9 +48,12 @@ REPLACEMENT_INITIALIZED = Histogram(
 
 __all__ = [
     "ACTIONS_PERFORMED",
+    "CANDIDATES_COVERED",
     "ELIGIBLE_MACHINES",
     "EVALUATION_DURATION",
     "NODES_CREATED",
     "NODES_TERMINATED",
+    "PASS_COMPLETE",
+    "PASS_SECONDS",
     "REPLACEMENT_INITIALIZED",
 ]

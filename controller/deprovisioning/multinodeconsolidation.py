@@ -8,6 +8,7 @@ waits `validation_wait_seconds` and is re-checked (`validation.py`) before actin
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from controller.deprovisioning.consolidation import (
@@ -21,6 +22,7 @@ from controller.deprovisioning.types import (
     Candidate,
     Command,
     Inputs,
+    Progress,
     Proposal,
     Scheduler,
 )
@@ -38,20 +40,43 @@ class MultiNodeConsolidation:
         cands, events = consolidation_candidates(inputs)
         if len(cands) < 2:
             return Proposal(events=tuple(events), eligible=len(cands))
-        return Proposal(first_n_consolidation(inputs, cands, scheduler), tuple(events), len(cands))
+        search = first_n_consolidation(inputs, cands, scheduler)
+        complete = search.progress is None
+        return Proposal(search.command, tuple(events), len(cands), search.covered, search.progress, complete)
 
 
-def first_n_consolidation(inputs: Inputs, cands: list[Candidate], scheduler: Scheduler) -> Command | None:
-    """Binary search over prefix length: the largest prefix of `cands` (≥ 2 nodes) that consolidates."""
+@dataclass(frozen=True)
+class Search:
+    """The binary search's answer: the largest prefix that consolidates (or None), the largest
+    prefix simulated, and where to continue when the budget stopped it before any was found."""
+
+    command: Command | None
+    covered: int
+    progress: Progress | None = None
+
+
+def first_n_consolidation(inputs: Inputs, cands: list[Candidate], scheduler: Scheduler) -> Search:
+    """Binary search over prefix length: the largest prefix of `cands` (≥ 2 nodes) that
+    consolidates (resumed from `inputs.progress` when it was searching these same candidates)."""
+    names = tuple(c.name for c in cands)
     lo, hi = 1, len(cands) - 1
+    saved = inputs.progress
+    if saved.multi is not None and saved.multi_of == names:
+        lo, hi = saved.multi
     best: Command | None = None
+    covered = 0
     while lo <= hi:
         mid = (lo + hi) // 2
         cmd = compute_consolidation(inputs, cands[: mid + 1], scheduler).command
+        covered = max(covered, mid + 1)
         if cmd is not None:
             cmd = filter_out_same_type(cmd)
         if cmd is not None:
             best, lo = cmd, mid + 1
         else:
             hi = mid - 1
-    return best
+        if lo <= hi and inputs.budget.spent():
+            if best is not None:
+                return Search(best, covered)  # the best so far: anytime
+            return Search(None, covered, dataclasses.replace(saved, multi=(lo, hi), multi_of=names))
+    return Search(best, covered)

@@ -14,7 +14,8 @@ possible spot, replacements strictly cheaper together in the worst case, validat
 qualifies when it saves at least `min_saving` of its price (a repack moves many pods: it must be
 worth that); the largest saving wins, ties to fewer nodes. Karpenter's multi-node same-type guard
 (`filter_out_same_type`, against its binary search's artefacts) is not applied: the saving
-threshold keeps repacks from churning.
+threshold keeps repacks from churning. When the pass's budget is spent between two simulations
+it returns the best repack so far (anytime, `types.py`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ class RepackConsolidation:
             return Proposal()
         cands, events = consolidation_candidates(inputs)
         best: Command | None = None
-        for k in prefix_sizes(len(cands), self.max_candidates):
+        sizes = prefix_sizes(len(cands), self.max_candidates)
+        for n, k in enumerate(sizes, 1):
+            if n > 1 and inputs.budget.spent():  # anytime: the best so far; the next pass tries again
+                return Proposal(best, tuple(events), len(cands), covered=sizes[n - 2], complete=best is not None)
             prefix = cands[:k]
             price = price_of(prefix)
             cmd = compute_consolidation(
@@ -79,4 +83,4 @@ class RepackConsolidation:
                 continue
             if best is None or saving(cmd) > saving(best) + 1e-9:
                 best = cmd
-        return Proposal(best, tuple(events), len(cands))
+        return Proposal(best, tuple(events), len(cands), covered=sizes[-1] if sizes else 0)

@@ -7,12 +7,20 @@ consolidated flag. A `Candidate` wraps a `NodeView` that may be disrupted; a met
 what a pass asks the acting layer to write. Times are epoch seconds from the injected clock, as
 everywhere else. The method names (the `deprovisioner` metric label and the evaluation
 `method`) are declared here once.
+
+Anytime passes (issue 21): `Inputs.budget` says when a pass has spent its time (the controller
+gives a wall-clock deadline, tests a count of simulations; the decision code only asks
+`spent()`, after at least one simulation per method, so every pass progresses). A method that
+stops on the budget returns its best command so far, or none with `Proposal.progress` saying
+where it stopped; the caller passes that back as `Inputs.progress` and the next pass continues
+there. No candidate is left out for good: a sweep goes round every candidate over as many passes
+as it needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import Protocol
@@ -45,6 +53,44 @@ class DeprovisioningSettings:
     replacement_timeout_seconds: float = 570.0
     deletion_timeout_seconds: float = 570.0
     consolidated_reset_seconds: float = 300.0
+    consolidation_budget_seconds: float = 20.0  # a pass's simulations; the next pass continues (anytime)
+
+
+class Budget(Protocol):
+    """Whether a pass has spent its time (asked between simulations)."""
+
+    def spent(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Unlimited:
+    """No budget: every method runs to its end."""
+
+    def spent(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where the consolidation methods stopped when a pass ran out of budget.
+
+    `single_after`: the last candidate single-node consolidation examined (the next pass starts
+    after it, wrapping round). `multi`: multi-node consolidation's binary search bounds (lo, hi)
+    over `multi_of`, the candidates' names in order — resumed only while they are the same."""
+
+    single_after: str = ""
+    multi: tuple[int, int] | None = None
+    multi_of: tuple[str, ...] = ()
+
+    def merged(self, method: str, new: Progress | None) -> Progress:
+        """This progress with `method`'s own fields taken from `new` (cleared when None: the
+        method finished, or acted, and starts from the beginning next time)."""
+        if method == SINGLE_NODE_CONSOLIDATION:
+            return replace(self, single_after=new.single_after if new is not None else "")
+        if method == MULTI_NODE_CONSOLIDATION:
+            found = new if new is not None else Progress()
+            return replace(self, multi=found.multi, multi_of=found.multi_of)
+        return self
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,17 +99,26 @@ class Inputs:
 
     `instance_types` has an entry for every valid Provisioner (`Inputs.of`). `consolidated` is
     Karpenter's "nothing changed since the last pass that found nothing" flag (spec §5.10):
-    while set, the consolidation methods do nothing.
+    while set, the consolidation methods do nothing. `budget` and `progress`: see the module
+    docstring (anytime passes).
     """
 
     state: Snapshot
     instance_types: Mapping[str, tuple[InstanceType, ...]]
     consolidated: bool = False
+    budget: Budget = field(default_factory=Unlimited)
+    progress: Progress = field(default_factory=Progress)
 
     @staticmethod
-    def of(state: Snapshot, instance_types: Mapping[str, Sequence[InstanceType]], consolidated: bool = False) -> Inputs:
+    def of(
+        state: Snapshot,
+        instance_types: Mapping[str, Sequence[InstanceType]],
+        consolidated: bool = False,
+        budget: Budget | None = None,
+        progress: Progress | None = None,
+    ) -> Inputs:
         types = {v.name: tuple(instance_types.get(v.name, ())) for v in state.valid_provisioners()}
-        return Inputs(state, types, consolidated)
+        return Inputs(state, types, consolidated, budget or Unlimited(), progress or Progress())
 
     @property
     def now(self) -> float:
@@ -215,11 +270,16 @@ class Event:
 
 @dataclass(frozen=True, eq=False)
 class Proposal:
-    """A method's answer: a command (or None), the events to record, how many nodes were eligible."""
+    """A method's answer: a command (or None), the events to record, how many nodes were
+    eligible, how many candidates it evaluated this pass (`covered`), and — when it stopped on the
+    budget before its end — where to continue (`progress`, None when it finished)."""
 
     command: Command | None = None
     events: tuple[Event, ...] = ()
     eligible: int = 0
+    covered: int = 0
+    progress: Progress | None = None
+    complete: bool = True  # False: stopped on the budget before its end
 
 
 class Deprovisioner(Protocol):

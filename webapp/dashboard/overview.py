@@ -77,6 +77,26 @@ def overview_page(inputs: Inputs) -> dict[str, Any]:
         "pendingPods": len(snap.pending_pods()),
         "decisions": [dict(d) for d in inputs.controller.decisions[:LAST_DECISIONS]],
         "chart": chart(inputs.history, snap.now),
+        "consolidation": consolidation_pass(inputs.controller.consolidation),
+    }
+
+
+def consolidation_pass(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The controller's last consolidation pass, as the overview shows it (empty when none yet):
+    its time and duration, the candidates eligible and covered per method, and whether it went
+    through or stopped on its budget (then the next pass continues where it stopped)."""
+    if not answer.get("time"):
+        return {}
+    covered = answer.get("covered")
+    methods = {str(k): int(v) for k, v in covered.items() if isinstance(v, int)} if isinstance(covered, dict) else {}
+    seconds = answer.get("seconds")
+    return {
+        "time": str(answer["time"]),
+        "seconds": float(seconds) if isinstance(seconds, int | float) else None,
+        "complete": bool(answer.get("complete")),
+        "stoppedIn": str(answer.get("stoppedIn") or ""),
+        "eligible": int(answer.get("eligible") or 0),
+        "covered": methods,
     }
 
 

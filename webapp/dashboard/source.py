@@ -40,6 +40,7 @@ class ControllerAnswers:
     pending: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     decisions: tuple[Mapping[str, Any], ...] = ()
     cloud_problem: str = ""  # why the controller's cloud provider does not answer ("" when it does)
+    consolidation: Mapping[str, Any] = field(default_factory=dict)  # the last consolidation pass
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ def ask_controller(api: ControllerAPI | None) -> ControllerAnswers:
         _mappings(pending.get("pods")),
         tuple(d for d in decisions if isinstance(d, dict)),
         cloud_problem,
+        consolidation if isinstance(consolidation := nodes.get("consolidation"), dict) else {},
     )
 
 

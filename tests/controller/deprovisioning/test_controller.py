@@ -371,3 +371,27 @@ def test_unconsolidatable_is_published_once_per_node_per_15_minutes_through_the_
     assert count() == 1
     world.reconcile(step=301)
     assert count() == 2
+
+
+def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_published() -> None:
+    """Issue 21: with no time at all, each pass still simulates one candidate per method and the
+    next continues after it (not after the poll period); coverage and time are metrics and
+    `last_pass` (the dashboard's overview)."""
+    world = World(consolidation_budget_seconds=0.0)
+    consolidating(world)
+    for i in range(3):  # three full mediums: nothing to consolidate, three candidates to go through
+        world.node(f"n{i}")
+        world.pod(f"p{i}", f"n{i}", cpu="3")
+    world.reconcile()
+    first = world.controller.last_pass
+    assert first["complete"] is False and first["stoppedIn"] == "singlenodeconsolidation"
+    assert first["eligible"] == 3 and first["covered"]["singlenodeconsolidation"] == 1
+    assert REGISTRY.get_sample_value("karpy_deprovisioning_pass_complete") == 0
+    assert (
+        REGISTRY.get_sample_value("karpy_deprovisioning_candidates_covered", {"method": "singlenodeconsolidation"}) == 1
+    )
+    world.reconcile(step=1.0)
+    world.reconcile(step=1.0)  # the third candidate: the sweep is over, single-node found nothing
+    third = world.controller.last_pass
+    assert third["covered"]["singlenodeconsolidation"] == 1  # the last of the sweep: it ended there,
+    assert third["stoppedIn"] == "repackconsolidation"  # so this pass reached the next method

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings, Inputs
@@ -106,3 +109,25 @@ def test_a_zero_validation_wait_acts_in_the_same_pass() -> None:
 def test_nothing_to_do_is_idle() -> None:
     decision = _pass(make_inputs([make_node("n1", MEDIUM, pods=[make_pod("a", cpu=3)])], ALL_ON))
     assert decision.idle and decision.execute is None
+
+
+@dataclass(frozen=True)
+class Spent:
+    def spent(self) -> bool:
+        return True
+
+
+def test_a_pass_stopped_on_its_budget_is_not_idle_and_says_where_to_continue() -> None:
+    """Issue 21: an incomplete pass must not set the consolidated flag (the rest of the candidates
+    would never be looked at); the next pass gets its progress back and goes on."""
+    on_demand = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
+    nodes = [make_node(f"full{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=3)], created=at(i)) for i in range(3)]
+    inputs = dataclasses.replace(make_inputs(nodes, on_demand), budget=Spent())
+    first = _pass(inputs)
+    assert first.incomplete and not first.idle and first.method == "singlenodeconsolidation"
+    assert first.covered["singlenodeconsolidation"] == 1 and first.progress.single_after
+    second = _pass(dataclasses.replace(inputs, progress=first.progress))
+    assert second.progress.single_after not in ("", first.progress.single_after)
+    third = _pass(dataclasses.replace(inputs, progress=second.progress))
+    # the sweep reached its last candidate: single-node finished with nothing, the next starts anew
+    assert third.progress.single_after == "" and third.covered["singlenodeconsolidation"] == 1

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from controller.deprovisioning.multinodeconsolidation import MultiNodeConsolidation
+from controller.deprovisioning.types import Progress
 from controller.scheduling.scheduler import schedule
 from tests.builders.deprovisioning import (
     LARGE,
@@ -55,3 +59,40 @@ def test_multi_node_skips_blocked_nodes() -> None:
     out = MultiNodeConsolidation().compute(snap, schedule)
     assert out.command is not None and "n0" not in out.command.node_names
     assert any(e.node == "n0" and e.reason == "DeprovisioningBlocked" for e in out.events)
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A budget spent from the start: each pass gets its one simulation."""
+
+    def spent(self) -> bool:
+        return True
+
+
+def test_a_budget_limited_search_continues_where_it_stopped_and_returns_its_best_so_far() -> None:
+    """Issue 21: the search covers every candidate (no cap); stopped by its budget it resumes
+    next pass from its bounds, and once it has a command it returns that one (anytime)."""
+    # 8 mediums with one 1.5-cpu pod each: each node has room for one more, so k nodes can go
+    # while k ≤ 8 − k; no type of this catalog takes five such pods
+    provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=[SMALL, MEDIUM])]
+    nodes = [make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=1.5)], created=at(i)) for i in range(8)]
+    base = make_inputs(nodes, provisioners)
+    unlimited = MultiNodeConsolidation().compute(base, schedule)
+    assert unlimited.command is not None and len(unlimited.command.candidates) == 4 and unlimited.complete
+
+    first = MultiNodeConsolidation().compute(dataclasses.replace(base, budget=Spent()), schedule)
+    assert first.command is None and not first.complete and first.covered == 5  # 5 nodes tried: no
+    assert first.progress is not None and first.progress.multi == (1, 3)
+    second = MultiNodeConsolidation().compute(
+        dataclasses.replace(base, budget=Spent(), progress=first.progress), schedule
+    )
+    assert second.command is not None and len(second.command.candidates) == 3 and second.complete
+
+
+def test_a_saved_search_is_not_resumed_over_other_candidates() -> None:
+    provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=[SMALL, MEDIUM])]
+    nodes = [make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=1.5)], created=at(i)) for i in range(8)]
+    stale = Progress(multi=(1, 1), multi_of=("gone", "n1"))
+    inputs = dataclasses.replace(make_inputs(nodes, provisioners), progress=stale)
+    out = MultiNodeConsolidation().compute(inputs, schedule)
+    assert out.command is not None and len(out.command.candidates) == 4

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webapp.dashboard.overview import CHART_HEIGHT, CHART_WIDTH, chart
+from webapp.dashboard.overview import CHART_HEIGHT, CHART_WIDTH, chart, consolidation_pass
 from webapp.dashboard.source import Sample
 
 NOW = 10_000.0
@@ -27,3 +27,13 @@ def test_a_young_webapp_charts_at_least_five_minutes() -> None:
 def test_no_history_draws_nothing() -> None:
     got = chart((), NOW)
     assert got["nodesPoints"] == "" and got["costPoints"] == "" and got["samples"] == []
+
+
+def test_the_last_consolidation_pass_is_read_from_the_controllers_answer() -> None:
+    covered = {"multinodeconsolidation": 1000, "singlenodeconsolidation": 7, "x": "bad"}
+    answer = {"time": "2024-01-01T00:00:00Z", "seconds": 12.5, "complete": False,
+              "stoppedIn": "singlenodeconsolidation", "eligible": 1000, "covered": covered}  # fmt: skip
+    shown = consolidation_pass(answer)
+    assert shown["seconds"] == 12.5 and shown["complete"] is False and shown["eligible"] == 1000
+    assert shown["covered"] == {"multinodeconsolidation": 1000, "singlenodeconsolidation": 7}
+    assert consolidation_pass({}) == {}  # no pass yet (or an older controller): nothing shown
