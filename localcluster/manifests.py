@@ -44,14 +44,15 @@ RULES: list[dict[str, Any]] = [
 
 # karpy's topology gate (controller/apis/podgate.py): pods on creation, never blocking one (Ignore),
 # never in kube-system or karpy's own namespace (the chart's default; those pods must schedule
-# while karpy itself is not running).
+# while karpy itself is not running), nor in a namespace labelled karpy.sh/topology-gate=disabled.
 POD_GATE_NAME = "topology-gate.webhook.karpy.sh"
 POD_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}
 ]
 SYSTEM_NAMESPACES = {
     "matchExpressions": [
-        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "karpy"]}
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "karpy"]},
+        {"key": "karpy.sh/topology-gate", "operator": "NotIn", "values": ["disabled"]},
     ]
 }
 

@@ -111,9 +111,14 @@ def test_the_topology_gate_webhook_admits_pods_on_creation_and_never_blocks_one(
     assert (gate["failurePolicy"], gate["timeoutSeconds"], gate["sideEffects"]) == ("Ignore", 5, "None")
     assert gate["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                               "resources": ["pods"], "scope": "Namespaced"}]  # fmt: skip
-    [expr] = gate["namespaceSelector"]["matchExpressions"]
-    assert (expr["key"], expr["operator"], sorted(expr["values"])) == (
+    system, opted_out = gate["namespaceSelector"]["matchExpressions"]
+    assert (system["key"], system["operator"], sorted(system["values"])) == (
         "kubernetes.io/metadata.name", "NotIn", ["karpy", "kube-system"])  # fmt: skip
+    assert opted_out == {"key": "karpy.sh/topology-gate", "operator": "NotIn", "values": ["disabled"]}
+    off = render(helm, "--set", "webhook.topologyGate=false")[
+        "MutatingWebhookConfiguration/defaulting.webhook.karpy.sh"
+    ]
+    assert [h["name"] for h in off["webhooks"]] == ["defaulting.webhook.karpy.sh"]
 
 
 def test_the_webapp_keeps_its_certificate_in_the_secret(helm: Path) -> None:

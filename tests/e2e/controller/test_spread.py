@@ -12,12 +12,14 @@ webhook gates the spread pods; `controller/provisioning/spreadpin.py`). Three wa
   started, then the rest.
 Afterwards: every pod Running, the spread pods 2 / 2 / 2 over the three zones, each pinned to its
 zone, and the independent checker (`tests/support/placement.py`) accepts every binding and the
-end state. `test_spread_soak` (marker `soak`, `make soak`) repeats the three ways
+end state. A namespace labelled `karpy.sh/topology-gate: disabled` is left alone.
+`test_spread_soak` (marker `soak`, `make soak`) repeats the three ways
 `KARPY_SOAK_RUNS` times (default 10) and prints the figures.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ import pytest
 
 from localcluster import LocalCluster
 from tests.e2e.controller.test_placement import Recorder, _bound_by_kube_scheduler
-from tests.e2e.env import KarpyEnv, WebhookServer, karpy_env
+from tests.e2e.env import NAMESPACES, KarpyEnv, WebhookServer, karpy_env
 from tests.support import placement
 from tests.support.poll import until
 
@@ -171,3 +173,20 @@ def test_spread_soak(local_cluster: LocalCluster, webhook_server: WebhookServer,
                 figures.append((index + 1, mode, round(got["seconds"], 1), counts))
                 print(f"soak run {index + 1}/{runs} {mode}: {got['seconds']:.1f} s, zones {counts}", flush=True)
     assert len(figures) == runs * len(MODES)
+
+
+def test_a_namespace_labelled_disabled_is_left_alone(karpy: KarpyEnv, webhook_server: WebhookServer) -> None:
+    env = karpy
+    env.kube.patch(NAMESPACES, env.namespace, {"metadata": {"labels": {"karpy.sh/topology-gate": "disabled"}}})
+    probe = _manifest(env, "zs", 1)["spec"]["template"]
+    probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": env.namespace,
+             **probe["metadata"]}, "spec": probe["spec"]}  # fmt: skip
+
+    def ungated() -> bool:  # the apiserver's namespace cache has the label (a dry run stores nothing)
+        out = env.cluster.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe))
+        return not json.loads(out.stdout)["spec"].get("schedulingGates")
+
+    until(ungated, 30, "the webhook to see the namespace's label")
+    env.apply(_manifest(env, "zs", 1))
+    pod = until(lambda: env.pods("zs"), 30, "the spread pod created")[0]
+    assert not pod["spec"].get("schedulingGates")
