@@ -63,7 +63,7 @@ def cluster_info(kube: Kube) -> tuple[str, str]:
 
 
 def minor_version(git_version: str) -> str:
-    """"v1.29.3-eks-1234" → "1.29"; "" when it is not a version."""
+    """ "v1.29.3-eks-1234" → "1.29"; "" when it is not a version."""
     match = _VERSION.match(git_version.strip())
     return f"{match.group(1)}.{match.group(2)}" if match else ""
 

@@ -185,8 +185,15 @@ class Explainer:
             kinds = {b.kind for b in x.blockers}
             if x.unblocked_saving and x.unblocked_saving > 0 and kinds and kinds <= set(OPPORTUNITY_KINDS):
                 total += x.unblocked_saving
-                nodes.append({"node": x.node, "instanceType": x.instance_type, "pricePerHour": x.price,
-                              "savingPerHour": x.unblocked_saving, "blockers": [b.to_json() for b in x.blockers]})
+                nodes.append(
+                    {
+                        "node": x.node,
+                        "instanceType": x.instance_type,
+                        "pricePerHour": x.price,
+                        "savingPerHour": x.unblocked_saving,
+                        "blockers": [b.to_json() for b in x.blockers],
+                    }
+                )
         answer = {
             "synced": True, "time": format_timestamp(snap.now), "savingPerHour": round(total, 6), "nodes": nodes,
             "nodesConsidered": min(len(blocked), OPPORTUNITY_NODES), "nodesBlocked": len(blocked),

@@ -98,6 +98,4 @@ def test_flags_and_environment_win_over_the_configmap() -> None:
     got = effective(base, parse(EVERY_KEY).values)
     assert got.batch_idle_seconds == 3.0 and got.batch_max_seconds == 90.0 and got.cluster_name == "prod"
     assert got.aws_cluster_endpoint == EXPECTED["aws_cluster_endpoint"]
-    assert changed(base, got) == tuple(
-        k.field for k in KEYS if k.field != "batch_idle_seconds"
-    )
+    assert changed(base, got) == tuple(k.field for k in KEYS if k.field != "batch_idle_seconds")
