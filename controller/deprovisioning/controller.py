@@ -37,7 +37,7 @@ from controller.deprovisioning import metrics as M
 from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
 from controller.deprovisioning.decide import Decision, Pending, decide
 from controller.deprovisioning.launcher import Launcher
-from controller.deprovisioning.outlook import Outlook, node_outlooks, progress_of, unconsolidatable_reasons
+from controller.deprovisioning.outlook import Outlook, node_outlooks, unconsolidatable_reasons, underway_of
 from controller.deprovisioning.types import (
     CONSOLIDATION,
     Action,
@@ -195,8 +195,8 @@ class DeprovisioningController:
         consolidated = self._idle_since is not None
         inputs = Inputs.of(snap, self._instance_types(snap), consolidated)
         executing = self._execution.command if self._execution is not None else None
-        progress = progress_of(self.last_decision, executing, self.settings.validation_wait_seconds)
-        return node_outlooks(inputs, progress, self.unconsolidatable)
+        underway = underway_of(self.last_decision, executing, self.settings.validation_wait_seconds)
+        return node_outlooks(inputs, underway, self.unconsolidatable)
 
     # Acting ------------------------------------------------------------------------------------
 

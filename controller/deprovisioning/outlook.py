@@ -47,8 +47,8 @@ class Outlook:
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
-    """What the controller holds between passes: the pending command and the one executing."""
+class Underway:
+    """The commands under way between passes: the one pending validation and the one executing."""
 
     pending: Command | None = None
     pending_until: float | None = None
@@ -76,24 +76,24 @@ def _in(cmd: Command | None, name: str) -> bool:
     return cmd is not None and name in cmd.node_names
 
 
-def node_outlook(node: NodeView, inputs: Inputs, progress: Progress, unconsolidatable: Mapping[str, str]) -> Outlook:
+def node_outlook(node: NodeView, inputs: Inputs, underway: Underway, unconsolidatable: Mapping[str, str]) -> Outlook:
     """One node's outlook (see the module docstring); the checks follow the strategies' order."""
     if node.deleting:
         return Outlook(DELETING, "being deleted: its pods are drained, then the instance is terminated")
-    if _in(progress.executing, node.name):
-        assert progress.executing is not None
-        return Outlook(DELETING, f"being removed by {progress.executing.reason}: {progress.executing}")
+    if _in(underway.executing, node.name):
+        assert underway.executing is not None
+        return Outlook(DELETING, f"being removed by {underway.executing.reason}: {underway.executing}")
     if node.marked_for_deletion:
         return Outlook(DELETING, "marked for deletion")
     cand = new_candidate(node, inputs)
     if cand is None:
         return Outlook(NOT_CANDIDATE, _not_candidate_reason(node, inputs))
     expires = expiration_time(cand)
-    found = _disruption(cand, inputs, progress, unconsolidatable)
+    found = _disruption(cand, inputs, underway, unconsolidatable)
     return Outlook(found.verdict, found.reason, format_timestamp(expires) if expires is not None else "")
 
 
-def _disruption(cand: Candidate, inputs: Inputs, progress: Progress, unconsolidatable: Mapping[str, str]) -> Outlook:
+def _disruption(cand: Candidate, inputs: Inputs, underway: Underway, unconsolidatable: Mapping[str, str]) -> Outlook:
     now, blocked = inputs.now, blocked_reason(cand, inputs)
     if is_expired(cand, now):
         if blocked:
@@ -108,10 +108,10 @@ def _disruption(cand: Candidate, inputs: Inputs, progress: Progress, unconsolida
         if since is not None:
             when = f"empty since {format_timestamp(since)}: deleted at {format_timestamp(since + ttl)}"
             return Outlook(EMPTY, when)
-    if _in(progress.pending, cand.name):
-        assert progress.pending is not None
-        until = f" at {format_timestamp(progress.pending_until)}" if progress.pending_until is not None else ""
-        action = progress.pending.action.value
+    if _in(underway.pending, cand.name):
+        assert underway.pending is not None
+        until = f" at {format_timestamp(underway.pending_until)}" if underway.pending_until is not None else ""
+        action = underway.pending.action.value
         return Outlook(CONSOLIDATE, f"consolidation ({action}) chosen; validation wait ends{until}, then re-checked")
     why_not = consolidation_blocker(cand.node, inputs)
     if why_not is not None:
@@ -125,17 +125,17 @@ def _disruption(cand: Candidate, inputs: Inputs, progress: Progress, unconsolida
     return Outlook(KEPT, "not consolidated: no cheaper placement found yet")
 
 
-def node_outlooks(inputs: Inputs, progress: Progress, unconsolidatable: Mapping[str, str]) -> dict[str, Outlook]:
+def node_outlooks(inputs: Inputs, underway: Underway, unconsolidatable: Mapping[str, str]) -> dict[str, Outlook]:
     """Every owned node's outlook, by node name."""
-    return {n.name: node_outlook(n, inputs, progress, unconsolidatable) for n in inputs.nodes}
+    return {n.name: node_outlook(n, inputs, underway, unconsolidatable) for n in inputs.nodes}
 
 
-def progress_of(decision: Decision | None, executing: Command | None, wait_seconds: float) -> Progress:
-    """The controller's `Progress` from its last decision and the command it is executing."""
+def underway_of(decision: Decision | None, executing: Command | None, wait_seconds: float) -> Underway:
+    """The commands under way (`Underway`) from the controller's last decision and the command it is executing."""
     if decision is None or decision.pending is None:
-        return Progress(executing=executing)
+        return Underway(executing=executing)
     pending = decision.pending
-    return Progress(pending.command, pending.since + wait_seconds, executing)
+    return Underway(pending.command, pending.since + wait_seconds, executing)
 
 
 def unconsolidatable_reasons(decision: Decision) -> dict[str, str]:

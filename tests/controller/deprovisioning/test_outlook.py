@@ -14,10 +14,10 @@ from controller.deprovisioning.outlook import (
     EXPIRE,
     KEPT,
     NOT_CANDIDATE,
-    Progress,
+    Underway,
     node_outlooks,
-    progress_of,
     unconsolidatable_reasons,
+    underway_of,
 )
 from controller.deprovisioning.types import DeprovisioningSettings
 from controller.scheduling.scheduler import schedule
@@ -39,7 +39,7 @@ CONSOLIDATING = make_provisioner(consolidation=True)
 
 def outlook_of(node: NodeView, prov: ProvisionerWithTypes = CONSOLIDATING, **kw):  # type: ignore[no-untyped-def]
     snap = make_inputs([node], [prov], now=kw.pop("now", at(60)), **kw)
-    return node_outlooks(snap, Progress(), {})[node.name]
+    return node_outlooks(snap, Underway(), {})[node.name]
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_the_pending_consolidation_and_the_reasons_of_the_last_pass_agree_with_d
     snap = make_inputs([big, pinned], [CONSOLIDATING], now=at(60))
     decision = decide(snap, None, schedule, settings)
     assert decision.pending is not None and decision.pending.command.node_names == ("big",)
-    progress = progress_of(decision, None, settings.validation_wait_seconds)
+    progress = underway_of(decision, None, settings.validation_wait_seconds)
     got = node_outlooks(snap, progress, unconsolidatable_reasons(decision))
     assert got["big"].verdict == CONSOLIDATE and "2024-01-01T00:01:15Z" in got["big"].reason
     assert got["pinned"].verdict == KEPT and "do-not-consolidate" in got["pinned"].reason
@@ -94,10 +94,10 @@ def test_the_pending_consolidation_and_the_reasons_of_the_last_pass_agree_with_d
 def test_reasons_from_the_last_consolidation_pass_are_quoted() -> None:
     node = make_node("k", SMALL, pods=[make_pod("a", 1.5)])
     snap = make_inputs([node], [CONSOLIDATING], now=at(60))
-    got = node_outlooks(snap, Progress(), {"k": "can't replace with a cheaper node"})["k"]
+    got = node_outlooks(snap, Underway(), {"k": "can't replace with a cheaper node"})["k"]
     assert (got.verdict, got.reason) == (KEPT, "not consolidated: can't replace with a cheaper node")
     consolidated = make_inputs([node], [CONSOLIDATING], now=at(60), consolidated=True)
-    assert "no cheaper placement" in node_outlooks(consolidated, Progress(), {})["k"].reason
+    assert "no cheaper placement" in node_outlooks(consolidated, Underway(), {})["k"].reason
 
 
 def test_a_node_in_an_executing_command_is_being_removed() -> None:
@@ -106,6 +106,6 @@ def test_a_node_in_an_executing_command_is_being_removed() -> None:
     snap = make_inputs([node], [make_provisioner(ttl_empty=5)], now=at(60))
     decision = decide(snap, None, schedule, settings)
     assert decision.execute is not None
-    got = node_outlooks(snap, Progress(executing=decision.execute), {})["e"]
+    got = node_outlooks(snap, Underway(executing=decision.execute), {})["e"]
     assert got.verdict == DELETING and "emptiness/delete" in got.reason
     assert got.to_json() == {"verdict": DELETING, "reason": got.reason}
