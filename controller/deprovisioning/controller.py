@@ -35,7 +35,7 @@ from controller.deprovisioning import decisionlog
 from controller.deprovisioning import events as E
 from controller.deprovisioning import metrics as M
 from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
-from controller.deprovisioning.decide import Decision, Pending, decide
+from controller.deprovisioning.decide import PassResult, Pending, decide
 from controller.deprovisioning.launcher import Launcher
 from controller.deprovisioning.outlook import Outlook, node_outlooks, unconsolidatable_reasons, underway_of
 from controller.deprovisioning.types import (
@@ -113,7 +113,7 @@ class DeprovisioningController:
         self._execution: Execution | None = None
         self._idle_since: tuple[int, float] | None = None  # (state generation, time) the flag was set
         self._last_pass = float("-inf")  # when decide() last ran
-        self.last_decision: Decision | None = None
+        self.last_decision: PassResult | None = None
         self._progress = Progress()  # where the last pass stopped on its budget
         self.last_pass: dict[str, Any] = {}  # its time, duration, coverage (the dashboard's overview)
         self.unconsolidatable: dict[str, str] = {}  # the last consolidation pass's reasons, by node
@@ -172,7 +172,7 @@ class DeprovisioningController:
         # the same resolved node templates as provisioning (a missing one: no types, no replacement)
         return dict(instance_types_for(snap, self._cloud).types)
 
-    def _account(self, decision: Decision, now: float, elapsed: float) -> None:
+    def _account(self, decision: PassResult, now: float, elapsed: float) -> None:
         """Keep where the pass stopped, and say how long it took and what it covered."""
         self._progress = decision.progress  # an incomplete pass is not idle: the next tick continues
         M.PASS_SECONDS.set(elapsed)
@@ -200,7 +200,7 @@ class DeprovisioningController:
 
     # Acting ------------------------------------------------------------------------------------
 
-    def _annotate(self, decision: Decision) -> None:
+    def _annotate(self, decision: PassResult) -> None:
         for a in decision.annotations:
             try:
                 self._kube.patch(NODES, a.node, {"metadata": {"annotations": {a.key: a.value}}})

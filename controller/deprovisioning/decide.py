@@ -1,6 +1,6 @@
 """One deprovisioning pass: markers, then the methods in their fixed order (spec §6.2, style.md §7).
 
-Pure: `decide(inputs, pending, scheduler, settings) -> Decision`. Order (`DEPROVISIONERS`):
+Pure: `decide(inputs, pending, scheduler, settings) -> PassResult`. Order (`DEPROVISIONERS`):
 expiration, emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
 consolidation (`repackconsolidation.py`); the first method with a command acts. A consolidation command
 is not executed at once: it comes back as `pending`, the caller keeps it and passes it in
@@ -58,7 +58,7 @@ class Pending:
 
 
 @dataclass(frozen=True, eq=False)
-class Decision:
+class PassResult:
     """What one pass decided. `execute` acts now; `pending` is to be kept for a later pass;
     `dropped` says why a pending command was abandoned; `idle` means nothing at all to do
     (the caller may set the consolidated flag)."""
@@ -85,17 +85,17 @@ def decide(
     scheduler: Scheduler,
     settings: DeprovisioningSettings,
     deprovisioners: Sequence[Deprovisioner] = DEPROVISIONERS,
-) -> Decision:
+) -> PassResult:
     markers = tuple(emptiness_annotations(inputs))
     wait = settings.validation_wait_seconds
     progress = inputs.progress
     if pending is not None:
         if inputs.now < pending.since + wait:
-            return Decision(annotations=markers, pending=pending, method=pending.method, progress=progress)
+            return PassResult(annotations=markers, pending=pending, method=pending.method, progress=progress)
         checked = validate(pending.command, pending.method, inputs, scheduler)
         if checked.command is None:
-            return Decision(annotations=markers, dropped=checked.why_not, method=pending.method, progress=progress)
-        return Decision(annotations=markers, execute=checked.command, method=pending.method, progress=progress)
+            return PassResult(annotations=markers, dropped=checked.why_not, method=pending.method, progress=progress)
+        return PassResult(annotations=markers, execute=checked.command, method=pending.method, progress=progress)
     events: list[Event] = []
     eligible: dict[str, int] = {}
     covered: dict[str, int] = {}
@@ -106,7 +106,9 @@ def decide(
         eligible[deprovisioner.name] = max(eligible.get(deprovisioner.name, 0), proposal.eligible)
         covered[method] = proposal.covered
         progress = progress.merged(method, proposal.progress)
-        passed = Decision(markers, tuple(events), method=method, eligible=eligible, covered=covered, progress=progress)
+        passed = PassResult(
+            markers, tuple(events), method=method, eligible=eligible, covered=covered, progress=progress
+        )
         if proposal.command is None:
             if not proposal.complete:  # out of budget: the next pass continues from `progress`
                 return dataclasses.replace(passed, incomplete=True)
@@ -114,4 +116,4 @@ def decide(
         if deprovisioner.needs_validation and wait > 0:
             return dataclasses.replace(passed, pending=Pending(proposal.command, method, inputs.now))
         return dataclasses.replace(passed, execute=proposal.command)
-    return Decision(markers, tuple(events), eligible=eligible, covered=covered, progress=progress)
+    return PassResult(markers, tuple(events), eligible=eligible, covered=covered, progress=progress)

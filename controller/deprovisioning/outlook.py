@@ -1,6 +1,6 @@
 """What would happen to each node now: the dashboard's "why (not) this node" answer.
 
-Pure. `node_outlooks()` reads one pass's `Inputs`, the last pass's `Decision`, the
+Pure. `node_outlooks()` reads one pass's `Inputs`, the last pass's `PassResult`, the
 command in progress and the last consolidation pass's per-node reasons, and gives every owned
 node one `Outlook`: a `verdict` and a sentence. It reuses the strategies' own predicates
 (`new_candidate`, `blocked_reason`, `is_expired`, `empty_past_ttl`, `consolidation_blocker`), so
@@ -17,7 +17,7 @@ from controller.core import labels as L
 from controller.core.timestamps import format_timestamp
 from controller.deprovisioning.candidates import blocked_reason, expiration_time, new_candidate
 from controller.deprovisioning.consolidation import consolidation_blocker
-from controller.deprovisioning.decide import Decision
+from controller.deprovisioning.decide import PassResult
 from controller.deprovisioning.emptiness import empty_past_ttl, empty_since
 from controller.deprovisioning.events import UNCONSOLIDATABLE
 from controller.deprovisioning.expiration import is_expired
@@ -130,7 +130,7 @@ def node_outlooks(inputs: Inputs, underway: Underway, unconsolidatable: Mapping[
     return {n.name: node_outlook(n, inputs, underway, unconsolidatable) for n in inputs.nodes}
 
 
-def underway_of(decision: Decision | None, executing: Command | None, wait_seconds: float) -> Underway:
+def underway_of(decision: PassResult | None, executing: Command | None, wait_seconds: float) -> Underway:
     """The commands under way (`Underway`) from the controller's last decision and the command it is executing."""
     if decision is None or decision.pending is None:
         return Underway(executing=executing)
@@ -138,6 +138,6 @@ def underway_of(decision: Decision | None, executing: Command | None, wait_secon
     return Underway(pending.command, pending.since + wait_seconds, executing)
 
 
-def unconsolidatable_reasons(decision: Decision) -> dict[str, str]:
+def unconsolidatable_reasons(decision: PassResult) -> dict[str, str]:
     """Per-node reasons a consolidation pass gave for leaving nodes alone."""
     return {e.node: e.message for e in decision.events if e.reason == UNCONSOLIDATABLE}
