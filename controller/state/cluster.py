@@ -38,6 +38,7 @@ from controller.kube.resources import (
 from controller.scheduling.types import PodRequest, VolumeObjects
 from controller.scheduling.workloads import daemonset_pods
 from controller.state.snapshot import NodeView, Obj, PodView, Snapshot
+from controller.state.trim import kept
 from controller.state.views import (
     claim_view,
     class_view,
@@ -64,36 +65,6 @@ _BUILDERS: Mapping[str, Callable[[Obj], Any]] = {
     CSINODES.name: csinode_view,
 }
 VOLUME_KINDS = frozenset({CLAIMS.name, VOLUMES.name, STORAGECLASSES.name, CSINODES.name})
-
-
-def _kept(obj: Obj) -> Obj:
-    """The object as the state keeps it: without `metadata.managedFields` (no decision reads
-    them, and they are ~40 % of a pod's bytes)."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or "managedFields" not in meta:
-        return obj
-    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-
-
-# The volume kinds keep only what `scheduling/volumeobjects.py` reads (and their metadata).
-_VOLUME_FIELDS: Mapping[str, tuple[str, ...]] = {
-    CLAIMS.name: ("spec", "status"),
-    VOLUMES.name: ("spec", "status"),
-    STORAGECLASSES.name: ("provisioner", "volumeBindingMode", "allowedTopologies"),
-    CSINODES.name: ("spec",),
-}
-
-
-def _kept_as(kind: str, obj: Obj) -> Obj:
-    obj = _kept(obj)
-    fields = _VOLUME_FIELDS.get(kind)
-    if fields is None:
-        return obj
-    out = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "metadata", *fields)}
-    status = out.get("status")
-    if isinstance(status, Mapping):
-        out["status"] = {"phase": status.get("phase")}
-    return out
 
 
 def object_key(obj: Obj) -> str:
@@ -132,7 +103,7 @@ class ClusterState:
         with self._lock:
             if kind == PODS.name:
                 self._dirty_pods.update(self._objects[kind])
-            self._objects[kind] = {object_key(o): _kept_as(kind, o) for o in items}
+            self._objects[kind] = {object_key(o): kept(kind, o) for o in items}
             if kind == PODS.name:
                 self._dirty_pods.update(self._objects[kind])
             if kind in VOLUME_KINDS:
@@ -146,7 +117,7 @@ class ClusterState:
             if event_type == "DELETED":
                 self._objects[kind].pop(key, None)
             elif event_type in ("ADDED", "MODIFIED"):
-                self._objects[kind][key] = _kept_as(kind, obj)
+                self._objects[kind][key] = kept(kind, obj)
             else:
                 return
             if kind == PODS.name:

@@ -1,0 +1,63 @@
+"""What cluster state keeps of an object: only the fields karpy reads (issue 21)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from typing import Any
+
+from controller.kube.resources import NODES, PODS, PROVISIONERS
+from controller.state.trim import LAST_APPLIED, kept
+from controller.state.views import node_view, pod_view
+from tests.builders.wire import make_node, make_pod, make_provisioner
+
+
+def heavy_pod() -> dict[str, Any]:
+    pod = make_pod(
+        "p", cpu="250m", annotations={LAST_APPLIED: "{" + "x" * 4000 + "}", "karpenter.sh/do-not-evict": "true"},
+        nodeSelector={"team": "a"}, tolerations=[{"key": "k", "operator": "Exists"}],
+        initContainers=[{"name": "init", "image": "busybox", "restartPolicy": "Always", "command": ["sh"],
+                         "resources": {"requests": {"cpu": "100m"}}}],
+    )  # fmt: skip
+    container = pod["spec"]["containers"][0]
+    container.update(env=[{"name": f"V{i}", "value": "v" * 100} for i in range(50)], command=["run"],
+                     livenessProbe={"httpGet": {"path": "/"}}, volumeMounts=[{"name": "v", "mountPath": "/v"}],
+                     ports=[{"containerPort": 80, "hostPort": 8080}])  # fmt: skip
+    pod["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    pod["status"]["containerStatuses"] = [{"name": "c", "image": "x", "state": {"running": {}}}]
+    return pod
+
+
+def fields_of(obj: object) -> dict[str, object]:
+    assert dataclasses.is_dataclass(obj)
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+def test_a_pod_keeps_what_its_view_reads_and_loses_the_rest() -> None:
+    pod = heavy_pod()
+    original = copy.deepcopy(pod)
+    small = kept(PODS.name, pod)
+    assert pod == original  # the object as sent is not changed
+    assert fields_of(pod_view(small).request) == fields_of(pod_view(pod).request)  # the scheduler's view
+    assert pod_view(small).annotations == {"karpenter.sh/do-not-evict": "true"}
+    (container,) = small["spec"]["containers"]
+    assert set(container) == {"name", "resources", "ports"}
+    assert small["spec"]["initContainers"][0]["restartPolicy"] == "Always"
+    assert "managedFields" not in small["metadata"] and "containerStatuses" not in small["status"]
+    assert small["status"]["conditions"] == pod["status"]["conditions"]
+    assert len(json.dumps(small)) * 5 < len(json.dumps(pod))
+
+
+def test_a_node_loses_its_image_list_only() -> None:
+    node = make_node("n1", cpu="4")
+    node["status"]["images"] = [{"names": [f"registry/image{i}:v1"], "sizeBytes": 1} for i in range(50)]
+    small = kept(NODES.name, node)
+    assert "images" not in small["status"] and "images" in node["status"]
+    assert {k: v for k, v in small["status"].items()} == {k: v for k, v in node["status"].items() if k != "images"}
+    assert fields_of(node_view(small).state_node()) == fields_of(node_view(node).state_node())
+
+
+def test_other_kinds_are_kept_as_sent() -> None:
+    provisioner = make_provisioner("default", labels={"team": "a"})
+    assert kept(PROVISIONERS.name, provisioner) == provisioner
