@@ -1,0 +1,125 @@
+"""Consolidation at 1,000 nodes (`make bench-scale`, issue 21): pass time and candidates covered.
+
+In process, from a generated cluster (`bench/clusters.py`) fed into cluster state as the
+informers would: the controller's own pass — `decide()` over `Inputs.of(snapshot, catalog,
+budget=Deadline(...))` with the real scheduler — so the figures are a pass as the controller runs
+it, without the API writes of acting on its command.
+
+1. A fleet after a scale-down (`--nodes` nodes, `--pods` pods, each node 45–85 % full): one pass
+   with the default budget (20 s): its time, the method that answered, the command (nodes
+   removed, $/h before → after), candidates eligible and covered per method.
+2. The anytime sweep that replaces Karpenter's fixed timeouts and 100-candidate cap, at its
+   worst: single-node consolidation examining every candidate of the same fleet, pass after pass
+   with the budget, each continuing after the last candidate the previous one examined — a
+   command found counts as refused (the sweep goes on after it), so this is the cost of covering
+   every node when none consolidates: passes, seconds a pass, candidates per second, and (when
+   `--sweep-seconds` stops it first) the time a whole sweep takes at that rate.
+
+    python -m bench.consolidation [--nodes 1000] [--pods 20000] [--budget 20] [--sweep-seconds 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from bench.clusters import NOW, catalog, consolidation_cluster
+from controller.clock import FakeClock
+from controller.deprovisioning.controller import Deadline
+from controller.deprovisioning.decide import Decision, decide
+from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
+from controller.deprovisioning.types import DeprovisioningSettings, Inputs, Progress
+from controller.kube.resources import WATCHED
+from controller.scheduling.scheduler import schedule
+from controller.scheduling.types import SchedulingInput, SchedulingResult
+from controller.state.cluster import ClusterState
+from controller.state.snapshot import Snapshot
+
+SETTINGS = DeprovisioningSettings()
+
+
+def snapshot_of(nodes: int, pods: int, fill: tuple[float, float]) -> tuple[Snapshot, int]:
+    state = ClusterState(FakeClock(NOW))
+    objects = consolidation_cluster(nodes, pods, fill=fill)
+    for kind in WATCHED:
+        state.replace(kind.name, objects.get(kind.name, []))
+    return state.snapshot(), len(objects["pods"])
+
+
+class Counting:
+    """The real scheduler, counting its simulations."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, inp: SchedulingInput) -> SchedulingResult:
+        self.calls += 1
+        return schedule(inp)
+
+
+def one_pass(snap: Snapshot, budget: float, progress: Progress) -> tuple[Decision, float, float, int]:
+    """One pass: the decision, its wall and process CPU seconds, its simulations."""
+    scheduler = Counting()
+    started, cpu = time.monotonic(), time.process_time()
+    inputs = Inputs.of(snap, {"default": catalog()}, budget=Deadline(started + budget), progress=progress)
+    decision = decide(inputs, None, scheduler, SETTINGS)
+    return decision, time.monotonic() - started, time.process_time() - cpu, scheduler.calls
+
+
+def describe(decision: Decision) -> str:
+    command = decision.pending.command if decision.pending is not None else decision.execute
+    if command is None:
+        return "no command" + (" (stopped on its budget)" if decision.incomplete else "")
+    before, after = command.price_before or 0.0, command.price_after or 0.0
+    return (
+        f"{decision.method}: {command.action} {len(command.candidates)} node(s), "
+        f"{len(command.replacements)} new, ${before:.2f}/h → ${after:.2f}/h"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=20000)
+    parser.add_argument("--budget", type=float, default=SETTINGS.consolidation_budget_seconds)
+    parser.add_argument("--sweep-seconds", type=float, default=120.0)
+    args = parser.parse_args()
+
+    started = time.monotonic()
+    snap, pods = snapshot_of(args.nodes, args.pods, (0.45, 0.85))
+    print(f"scale-down fleet: {args.nodes} nodes, {pods} pods (state fed in {time.monotonic() - started:.1f} s)")
+    decision, seconds, cpu, sims = one_pass(snap, args.budget, Progress())
+    print(f"  one pass, budget {args.budget:.0f} s: {seconds:.1f} s ({cpu:.1f} s CPU), {sims} simulations")
+    print(f"  {describe(decision)}")
+    print(f"  eligible {decision.eligible.get('consolidation', 0)}, covered {decision.covered}")
+
+    print("the same fleet: a whole single-node sweep, pass after pass")
+    progress, swept, found = Progress(), 0, 0
+    times: list[float] = []
+    eligible = 0
+    while sum(times) < args.sweep_seconds:
+        started = time.monotonic()
+        inputs = Inputs.of(snap, {"default": catalog()}, budget=Deadline(started + args.budget), progress=progress)
+        proposal = SingleNodeConsolidation().compute(inputs, schedule)
+        times.append(time.monotonic() - started)
+        swept += proposal.covered
+        eligible = proposal.eligible
+        if proposal.command is not None:  # taken as refused: the sweep goes on after it
+            found += 1
+            progress = Progress(single_after=proposal.command.candidates[0].name)
+        elif proposal.progress is not None:
+            progress = proposal.progress
+        if swept >= eligible:
+            break
+    total = sum(times)
+    print(
+        f"  {len(times)} pass(es), {total:.1f} s in all ({min(times):.1f}–{max(times):.1f} s a pass); covered {swept}"
+        f" of {eligible} candidates, {swept / total:.1f} candidates/s; {found} would have consolidated"
+    )
+    if swept < eligible:
+        rate = swept / total
+        print(f"  stopped after {args.sweep_seconds:.0f} s; a whole sweep at that rate: {eligible / rate:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
