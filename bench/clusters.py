@@ -13,6 +13,7 @@ cluster every run.
 from __future__ import annotations
 
 import random
+import resource
 from typing import Any
 
 from controller.cloudprovider.simulated.catalog import simulated_catalog
@@ -27,6 +28,13 @@ SHAPES = (("100m", 100, "128Mi"), ("250m", 250, "512Mi"), ("500m", 500, "1Gi"), 
           ("2", 2000, "4Gi"))  # fmt: skip
 LAUNCHED = "2024-01-01T00:00:00Z"
 NOW = 1_704_067_200.0 + 3600  # an hour after LAUNCHED
+
+
+def rss_mib() -> float:
+    """This process's resident memory now (MiB), from /proc."""
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * resource.getpagesize() / 2**20
 
 
 def catalog() -> tuple[InstanceType, ...]:

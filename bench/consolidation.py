@@ -23,10 +23,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench.clusters import NOW, catalog, consolidation_cluster
+from bench.clusters import NOW, catalog, consolidation_cluster, rss_mib
 from controller.clock import FakeClock
 from controller.deprovisioning.controller import Deadline
-from controller.deprovisioning.decide import Decision, decide
+from controller.deprovisioning.decide import PassResult, decide
 from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
 from controller.deprovisioning.types import DeprovisioningSettings, Inputs, Progress
 from controller.kube.resources import WATCHED
@@ -38,12 +38,16 @@ from controller.state.snapshot import Snapshot
 SETTINGS = DeprovisioningSettings()
 
 
-def snapshot_of(nodes: int, pods: int, fill: tuple[float, float]) -> tuple[Snapshot, int]:
-    state = ClusterState(FakeClock(NOW))
+def snapshot_of(nodes: int, pods: int, fill: tuple[float, float]) -> tuple[Snapshot, int, float]:
+    """The fleet's snapshot, its pods, and the state's memory (RSS growth, MiB, views included)."""
     objects = consolidation_cluster(nodes, pods, fill=fill)
+    count = len(objects["pods"])
+    before = rss_mib()
+    state = ClusterState(FakeClock(NOW))
     for kind in WATCHED:
-        state.replace(kind.name, objects.get(kind.name, []))
-    return state.snapshot(), len(objects["pods"])
+        state.replace(kind.name, objects.pop(kind.name, []))
+    snap = state.snapshot()
+    return snap, count, rss_mib() - before
 
 
 class Counting:
@@ -57,7 +61,7 @@ class Counting:
         return schedule(inp)
 
 
-def one_pass(snap: Snapshot, budget: float, progress: Progress) -> tuple[Decision, float, float, int]:
+def one_pass(snap: Snapshot, budget: float, progress: Progress) -> tuple[PassResult, float, float, int]:
     """One pass: the decision, its wall and process CPU seconds, its simulations."""
     scheduler = Counting()
     started, cpu = time.monotonic(), time.process_time()
@@ -66,7 +70,7 @@ def one_pass(snap: Snapshot, budget: float, progress: Progress) -> tuple[Decisio
     return decision, time.monotonic() - started, time.process_time() - cpu, scheduler.calls
 
 
-def describe(decision: Decision) -> str:
+def describe(decision: PassResult) -> str:
     command = decision.pending.command if decision.pending is not None else decision.execute
     if command is None:
         return "no command" + (" (stopped on its budget)" if decision.incomplete else "")
@@ -86,8 +90,11 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.monotonic()
-    snap, pods = snapshot_of(args.nodes, args.pods, (0.45, 0.85))
-    print(f"scale-down fleet: {args.nodes} nodes, {pods} pods (state fed in {time.monotonic() - started:.1f} s)")
+    snap, pods, mib = snapshot_of(args.nodes, args.pods, (0.45, 0.85))
+    print(
+        f"scale-down fleet: {args.nodes} nodes, {pods} pods (state fed in {time.monotonic() - started:.1f} s,"
+        f" {mib:.0f} MiB of state)"
+    )
     decision, seconds, cpu, sims = one_pass(snap, args.budget, Progress())
     print(f"  one pass, budget {args.budget:.0f} s: {seconds:.1f} s ({cpu:.1f} s CPU), {sims} simulations")
     print(f"  {describe(decision)}")

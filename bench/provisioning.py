@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from bench.clusters import NOW, catalog, pending_pods, provisioner
+from bench.clusters import NOW, catalog, pending_pods, provisioner, rss_mib
 from controller.clock import FakeClock
 from controller.decisions import UNSCHEDULABLE, Decision, DecisionLog
 from controller.kube.resources import WATCHED
@@ -29,12 +29,6 @@ from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingSettings
 from controller.state.cluster import ClusterState
 from controller.state.schedulinginput import provisionable, provisioning_input
-
-
-def rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        pages = int(f.read().split()[1])
-    return pages * resource.getpagesize() / 2**20
 
 
 def one(pods: int, impossible: int) -> None:
