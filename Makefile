@@ -10,7 +10,7 @@ DEV_PORT ?= 8443
 LOCK_VENV := .venv-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-.PHONY: dev test lint typecheck bench bench-karpenter bench-scale soak venv clean cluster-binaries chromium lock
+.PHONY: dev test lint typecheck bench bench-karpenter bench-scale soak venv clean cluster-binaries kubeletcheck chromium lock
 
 
 # Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
@@ -43,6 +43,11 @@ typecheck: $(STAMP)
 cluster-binaries:
 	PATH="$$PATH:/usr/local/go/bin" bash localcluster/build.sh
 
+# Kubernetes' own kubelet flag parsing and configuration validation, for the user-data tests
+# (tests/support/go-kubeletcheck/; reuses the control plane's Go caches: seconds after it, cached after).
+kubeletcheck:
+	PATH="$$PATH:/usr/local/go/bin" bash tests/support/go-kubeletcheck/build.sh
+
 # The dashboard's browser tests drive Debian's Chromium through Playwright (PyPI, in the dev extra);
 # Playwright never downloads a browser here.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -50,7 +55,7 @@ chromium:
 	@test -x /usr/bin/chromium || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
 
-test: $(STAMP) lint typecheck cluster-binaries chromium
+test: $(STAMP) lint typecheck cluster-binaries kubeletcheck chromium
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP) cluster-binaries

@@ -181,6 +181,9 @@ def _validate_requirements(reqs: list[dict[str, Any]]) -> list[FieldError]:
     return errors
 
 
+KUBELET_IMAGE_GC_HIGH, KUBELET_IMAGE_GC_LOW = 85, 80  # the kubelet's defaults
+
+
 def _validate_kubelet(kubelet: dict[str, Any]) -> list[FieldError]:
     base = "spec.kubeletConfiguration"
     errors = []
@@ -222,13 +225,24 @@ def _validate_kubelet(kubelet: dict[str, Any]) -> list[FieldError]:
         if value is not None and not 0 <= value <= 100:
             errors.append(out_of_bounds(0, value, 100, f"{base}.{field}"))
     high, low = kubelet.get("imageGCHighThresholdPercent"), kubelet.get("imageGCLowThresholdPercent")
-    if high is not None and high < (low or 0):
-        errors.append(
-            invalid_value("must be greater than imageGCLowThresholdPercent", f"{base}.imageGCHighThresholdPercent")
-        )
-        errors.append(
-            invalid_value("must be less than imageGCHighThresholdPercent", f"{base}.imageGCLowThresholdPercent")
-        )
+    # the kubelet refuses low >= high, counting an unset one at its default (high 85, low 80)
+    if (high is not None or low is not None) and (low if low is not None else KUBELET_IMAGE_GC_LOW) >= (
+        high if high is not None else KUBELET_IMAGE_GC_HIGH
+    ):
+        if high is not None:
+            errors.append(
+                invalid_value(
+                    "must be greater than imageGCLowThresholdPercent (the kubelet's default: 80)",
+                    f"{base}.imageGCHighThresholdPercent",
+                )
+            )
+        if low is not None:
+            errors.append(
+                invalid_value(
+                    "must be less than imageGCHighThresholdPercent (the kubelet's default: 85)",
+                    f"{base}.imageGCLowThresholdPercent",
+                )
+            )
     return errors
 
 
@@ -246,7 +260,9 @@ def _threshold_errors(value: str, path: str) -> list[FieldError]:
             return [invalid_value(f"Percentage values cannot be greater than 100, {value}", path)]
         return []
     try:
-        parse_quantity(value)
+        quantity = parse_quantity(value)
     except QuantityError:
         return [invalid_value(f"Value could not be parsed as a resource quantity, {value}", path)]
+    if quantity < 0:  # the kubelet refuses it at start ("eviction threshold … must be positive")
+        return [invalid_value(f"Value cannot be a negative resource quantity, {value}", path)]
     return []

@@ -29,6 +29,13 @@ def kubelet_spec(kubelet: KubeletConfiguration | None) -> KubeletSpec | None:
         kube_reserved=parse_resources(kubelet.kube_reserved),
         eviction_hard=dict(kubelet.eviction_hard),
         eviction_soft=dict(kubelet.eviction_soft),
+        eviction_soft_grace_period=dict(kubelet.eviction_soft_grace_period),
+        eviction_max_pod_grace_period=kubelet.eviction_max_pod_grace_period,
+        cluster_dns=tuple(kubelet.cluster_dns),
+        container_runtime=kubelet.container_runtime,
+        image_gc_high_threshold_percent=kubelet.image_gc_high_threshold_percent,
+        image_gc_low_threshold_percent=kubelet.image_gc_low_threshold_percent,
+        cpu_cfs_quota=kubelet.cpu_cfs_quota,
     )
     return None if spec == KubeletSpec() else spec
 

@@ -272,7 +272,8 @@ class VolumeObjects:
 
 @dataclass(frozen=True, slots=True)
 class KubeletSpec:
-    """The parts of a provisioner's kubeletConfiguration that change capacity or overhead."""
+    """A provisioner's kubeletConfiguration: the parts that change capacity or overhead, then the
+    ones that only reach the node's kubelet (user data, `cloudprovider/aws/userdata.py`)."""
 
     max_pods: int | None = None
     pods_per_core: int | None = None
@@ -280,6 +281,13 @@ class KubeletSpec:
     kube_reserved: Resources = field(default_factory=dict)
     eviction_hard: Mapping[str, str] = field(default_factory=dict)
     eviction_soft: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft_grace_period: Mapping[str, str] = field(default_factory=dict)  # signal → Go duration
+    eviction_max_pod_grace_period: int | None = None  # seconds
+    cluster_dns: tuple[str, ...] = ()
+    container_runtime: str | None = None
+    image_gc_high_threshold_percent: int | None = None
+    image_gc_low_threshold_percent: int | None = None
+    cpu_cfs_quota: bool | None = None
 
 
 @dataclass(frozen=True, eq=False)

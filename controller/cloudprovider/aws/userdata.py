@@ -2,9 +2,17 @@
 
 - AL2 / Ubuntu: MIME multipart; the template's own user data first (a MIME document's parts, or
   a plain script wrapped as one shell part), karpy's part last: `/etc/eks/bootstrap.sh` with the
-  apiserver endpoint, the CA bundle, the cluster DNS IP, max pods and `--kubelet-extra-args`
-  (node labels, taints, pods per core, reserved resources, eviction thresholds).
-- Bottlerocket: TOML; the template's own TOML merged under karpy's `[settings.kubernetes]`.
+  apiserver endpoint, the CA bundle, the container runtime, the cluster DNS IP (the provisioner's
+  `clusterDNS[0]`, else the global one), max pods and `--kubelet-extra-args` in Karpenter v0.31's
+  order (node labels, taints, max pods, pods per core, reserved resources, hard and soft eviction
+  thresholds with their grace periods, the maximum pod grace period, image GC thresholds, CPU CFS
+  quota).
+- Bottlerocket: TOML; the template's own TOML merged under karpy's `[settings.kubernetes]`, every
+  kubeletConfiguration field under the key Bottlerocket documents for it (`cluster-dns-ip`,
+  `max-pods`, `kube-reserved`, `system-reserved`, `eviction-hard`, `eviction-soft`,
+  `eviction-soft-grace-period`, `eviction-max-pod-grace-period`, `image-gc-high-threshold-percent`,
+  `image-gc-low-threshold-percent`, `cpu-cfs-quota-enforced`); `podsPerCore` and
+  `containerRuntime` have no Bottlerocket setting (its runtime is containerd).
 - Custom: the template's user data verbatim.
 """
 
@@ -18,6 +26,7 @@ from typing import Any
 
 from controller.cloudprovider.aws.amifamily import AL2, BOTTLEROCKET, CUSTOM
 from controller.core import labels as L
+from controller.core.quantity import parse_duration
 from controller.core.resources import format_resources
 from controller.core.taints import Taint
 from controller.scheduling.types import KubeletSpec
@@ -41,6 +50,31 @@ def _reserved(values: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(format_resources(values).items()))
 
 
+def go_duration(text: str) -> str:
+    """A duration as Go's `time.Duration.String()` writes it ("1m30s", "2m0s", "500ms"), as
+    Karpenter renders `evictionSoftGracePeriod`."""
+    total = parse_duration(text)
+    if total == 0:
+        return "0s"
+    sign, total = ("-", -total) if total < 0 else ("", total)
+    if total < 1:
+        millis = total * 1000
+        return f"{sign}{millis.normalize():f}ms"
+    hours, rest = divmod(total, 3600)
+    minutes, seconds = divmod(rest, 60)
+    out = f"{int(hours)}h" if hours else ""
+    if hours or minutes:
+        out += f"{int(minutes)}m"
+    return f"{sign}{out}{seconds.normalize():f}s"
+
+
+def dns_ip(b: Bootstrap) -> str:
+    """The provisioner's `clusterDNS[0]`, else the global setting (Karpenter: the kubelet's first)."""
+    if b.kubelet is not None and b.kubelet.cluster_dns:
+        return b.kubelet.cluster_dns[0]
+    return b.dns_ip
+
+
 def kubelet_args(b: Bootstrap) -> list[str]:
     args = []
     if b.labels:
@@ -61,6 +95,17 @@ def kubelet_args(b: Bootstrap) -> list[str]:
             args.append("--eviction-hard=" + ",".join(f"{s}<{v}" for s, v in sorted(k.eviction_hard.items())))
         if k.eviction_soft:
             args.append("--eviction-soft=" + ",".join(f"{s}<{v}" for s, v in sorted(k.eviction_soft.items())))
+        if k.eviction_soft_grace_period:
+            periods = sorted(k.eviction_soft_grace_period.items())
+            args.append("--eviction-soft-grace-period=" + ",".join(f"{s}={go_duration(v)}" for s, v in periods))
+        if k.eviction_max_pod_grace_period is not None:
+            args.append(f"--eviction-max-pod-grace-period={k.eviction_max_pod_grace_period}")
+        if k.image_gc_high_threshold_percent is not None:
+            args.append(f"--image-gc-high-threshold={k.image_gc_high_threshold_percent}")
+        if k.image_gc_low_threshold_percent is not None:
+            args.append(f"--image-gc-low-threshold={k.image_gc_low_threshold_percent}")
+        if k.cpu_cfs_quota is not None:
+            args.append(f"--cpu-cfs-quota={'true' if k.cpu_cfs_quota else 'false'}")
     return args
 
 
@@ -70,12 +115,15 @@ def eks_script(b: Bootstrap, container_runtime: str | None = "containerd") -> st
         f"--apiserver-endpoint '{b.endpoint}'",
         f"--b64-cluster-ca '{b.ca_bundle}'",
     ]
+    if b.kubelet is not None and b.kubelet.container_runtime:
+        container_runtime = b.kubelet.container_runtime
     if container_runtime:
         parts.append(f"--container-runtime {container_runtime}")
-    if b.dns_ip:
-        if ":" in b.dns_ip:
+    dns = dns_ip(b)
+    if dns:
+        if ":" in dns:
             parts.append("--ip-family ipv6")
-        parts.append(f"--dns-cluster-ip '{b.dns_ip}'")
+        parts.append(f"--dns-cluster-ip '{dns}'")
     if b.max_pods is not None:
         parts.append("--use-max-pods false")
     args = kubelet_args(b)
@@ -147,8 +195,8 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def bottlerocket(b: Bootstrap, custom: str | None) -> str:
     """Raises ValueError if the template's user data is not TOML."""
     k8s: dict[str, Any] = {"cluster-name": b.cluster_name, "api-server": b.endpoint, "cluster-certificate": b.ca_bundle}
-    if b.dns_ip:
-        k8s["cluster-dns-ip"] = b.dns_ip
+    if dns_ip(b):
+        k8s["cluster-dns-ip"] = dns_ip(b)
     if b.max_pods is not None:
         k8s["max-pods"] = b.max_pods
     if b.labels:
@@ -163,8 +211,22 @@ def bottlerocket(b: Bootstrap, custom: str | None) -> str:
             k8s["system-reserved"] = dict(sorted(format_resources(b.kubelet.system_reserved).items()))
         if b.kubelet.kube_reserved:
             k8s["kube-reserved"] = dict(sorted(format_resources(b.kubelet.kube_reserved).items()))
-        if b.kubelet.eviction_hard:
-            k8s["eviction-hard"] = dict(sorted(b.kubelet.eviction_hard.items()))
+        k = b.kubelet
+        if k.eviction_hard:
+            k8s["eviction-hard"] = dict(sorted(k.eviction_hard.items()))
+        if k.eviction_soft:
+            k8s["eviction-soft"] = dict(sorted(k.eviction_soft.items()))
+        if k.eviction_soft_grace_period:
+            periods = sorted(k.eviction_soft_grace_period.items())
+            k8s["eviction-soft-grace-period"] = {s: go_duration(v) for s, v in periods}
+        if k.eviction_max_pod_grace_period is not None:
+            k8s["eviction-max-pod-grace-period"] = k.eviction_max_pod_grace_period
+        if k.image_gc_high_threshold_percent is not None:
+            k8s["image-gc-high-threshold-percent"] = str(k.image_gc_high_threshold_percent)
+        if k.image_gc_low_threshold_percent is not None:
+            k8s["image-gc-low-threshold-percent"] = str(k.image_gc_low_threshold_percent)
+        if k.cpu_cfs_quota is not None:
+            k8s["cpu-cfs-quota-enforced"] = k.cpu_cfs_quota
     doc = tomllib.loads(custom) if custom else {}
     merged = _merge(doc, {"settings": {"kubernetes": k8s}})
     return "\n".join(_toml(merged)).rstrip("\n") + "\n"
@@ -175,7 +237,7 @@ def user_data(family: str, b: Bootstrap, custom: str | None) -> str:
         return custom or ""
     if family == BOTTLEROCKET:
         return bottlerocket(b, custom)
-    return mime(custom, eks_script(b, "containerd" if family == AL2 else None))
+    return mime(custom, eks_script(b, "containerd" if family == AL2 else None))  # Ubuntu: only when given
 
 
 def node_labels(provisioner: str, labels: Mapping[str, str], capacity_type: str) -> dict[str, str]:

@@ -258,8 +258,8 @@ RULES: dict[str, Rule] = {
         'spec.kubeletConfiguration.systemReserved["cpu"]',
         "negative",
     ),
-    "imageGC high not below low": Rule(
-        P(**kubelet(imageGCHighThresholdPercent=50, imageGCLowThresholdPercent=50)),
+    "imageGC low below high (equal: the kubelet refuses it)": Rule(
+        P(**kubelet(imageGCHighThresholdPercent=60, imageGCLowThresholdPercent=50)),
         P(**kubelet(imageGCHighThresholdPercent=40, imageGCLowThresholdPercent=50)),
         "spec.kubeletConfiguration.imageGCLowThresholdPercent",
         "less than imageGCHighThresholdPercent",
