@@ -300,9 +300,11 @@ def test_what_the_kubelet_refuses_admission_refuses_naming_the_field(case: str) 
     kubelet, field = REFUSED[case]
     raw = dict(kubelet)
     spec = KubeletSpec(
-        eviction_soft=raw.get("evictionSoft", {}), eviction_hard=raw.get("evictionHard", {}),
+        eviction_soft=raw.get("evictionSoft", {}),
+        eviction_hard=raw.get("evictionHard", {}),
         image_gc_high_threshold_percent=raw.get("imageGCHighThresholdPercent"),
-        image_gc_low_threshold_percent=raw.get("imageGCLowThresholdPercent"), pods_per_core=raw.get("podsPerCore"),
+        image_gc_low_threshold_percent=raw.get("imageGCLowThresholdPercent"),
+        pods_per_core=raw.get("podsPerCore"),
     )  # rendered directly: what would reach the node if admission let it through
     refused = kubeletcheck.check({f: kubelet_flags(f, boot_with(spec)) for f in ("AL2", "Bottlerocket")})
     assert refused["AL2"], f"the kubelet accepts {case}: the table is wrong"
