@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from controller.core.labels import INSTANCE_TYPE, PROVISIONER_NAME
@@ -245,6 +246,7 @@ class StorageClass:
     allowed: Terms = ()  # allowedTopologies, ORed; () = anywhere
     default: bool = False
     error: str = ""
+    created: str = ""  # metadata.creationTimestamp (RFC 3339 orders as text)
 
     @property
     def provisions(self) -> bool:
@@ -265,9 +267,27 @@ class VolumeObjects:
     node_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # node → driver → count
 
     def default_class(self) -> str:
-        """The cluster's default StorageClass ("" when none; the newest name wins a tie, as Kubernetes)."""
-        defaults = sorted(c.name for c in self.classes.values() if c.default)
-        return defaults[-1] if defaults else ""
+        """The cluster's default StorageClass ("" when none; the newest when several are, as Kubernetes)."""
+        defaults = sorted((c.created, c.name) for c in self.classes.values() if c.default)
+        return defaults[-1][1] if defaults else ""
+
+    @cached_property
+    def unclaimed(self) -> Mapping[str, tuple[Volume, ...]]:
+        """Storage class name → its volumes without a claim reference, by name (computed once)."""
+        out: dict[str, list[Volume]] = {}
+        for volume in sorted(self.volumes.values(), key=lambda v: v.name):
+            if volume.claim_ref is None:
+                out.setdefault(volume.class_name, []).append(volume)
+        return {k: tuple(v) for k, v in out.items()}
+
+    @cached_property
+    def claimed(self) -> Mapping[tuple[str, str], tuple[Volume, ...]]:
+        """(namespace, claim name) → the volumes whose claim reference names it (computed once)."""
+        out: dict[tuple[str, str], list[Volume]] = {}
+        for volume in sorted(self.volumes.values(), key=lambda v: v.name):
+            if volume.claim_ref is not None:
+                out.setdefault(volume.claim_ref[:2], []).append(volume)
+        return {k: tuple(v) for k, v in out.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,6 +167,7 @@ def read_class(obj: Mapping[str, Any]) -> StorageClass:
             wait_for_first_consumer=obj.get("volumeBindingMode") == "WaitForFirstConsumer",
             allowed=tuple(terms),
             default=any(annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS),
+            created=str(meta.get("creationTimestamp") or ""),
         )
     except (PodSpecError, TypeError, ValueError, AttributeError) as err:
         return StorageClass(name, error=f"cannot read storageclass {name}: {err}")

@@ -113,12 +113,12 @@ def _unbound_claim(claim: Claim, objects: VolumeObjects) -> tuple[Terms | None, 
     if not cls.wait_for_first_consumer:
         why = f"persistentvolumeclaim {claim.key} is not bound yet (storage class {class_name} binds immediately)"
         return None, "", why, False
-    prebound = [v for v in objects.volumes.values() if _prebound(v, claim)]
-    candidates = prebound or [v for v in objects.volumes.values() if _satisfies(v, claim, class_name)]
+    prebound = [v for v in objects.claimed.get((claim.namespace, claim.name), ()) if _prebound(v, claim)]
+    candidates = prebound or [v for v in objects.unclaimed.get(class_name, ()) if _satisfies(v, claim, class_name)]
     alternatives: list[tuple[Requirement, ...]] = []
     anywhere = False
     driver = cls.driver
-    for volume in sorted(candidates, key=lambda v: v.name):
+    for volume in candidates:
         terms = _volume_terms(volume)
         anywhere = anywhere or terms is None
         alternatives.extend(terms or ())

@@ -79,8 +79,10 @@ def storage_class(
     mode: str = WFFC,
     zones: Sequence[str] = (),
     default: bool = False,
+    created: str = "2024-01-01T00:00:00Z",
 ) -> dict[str, Any]:
-    obj: dict[str, Any] = {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": mode}
+    meta = {"name": name, "creationTimestamp": created}
+    obj: dict[str, Any] = {"metadata": meta, "provisioner": provisioner, "volumeBindingMode": mode}
     if zones:
         obj["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": list(zones)}]}]
     if default:

@@ -148,6 +148,9 @@ def test_a_provisioning_class_allows_its_topologies_or_anywhere() -> None:
 def test_a_claim_without_a_class_uses_the_default_class() -> None:
     vols = objects([claim("data", storage_class=None)], [], [storage_class("gp3", zones=["test-zone-a"], default=True)])
     assert zone_of(run([db()], volumes=vols), "db-0") == "test-zone-a"
+    newer = storage_class("a-newer", zones=["test-zone-b"], default=True, created="2025-01-01T00:00:00Z")
+    two = objects([claim("data", storage_class=None)], [], [storage_class("gp3", default=True), newer])
+    assert two.default_class() == "a-newer"  # Kubernetes takes the newest default
 
 
 @pytest.mark.parametrize(
