@@ -3,8 +3,9 @@
 Each `Decision` says what was launched or removed (node, instance type, zone, capacity type,
 price), for which pods, and why a pod or node was left alone. Deprovisioning records each
 command it carries out (`<method>/<delete|replace>`: emptiness, expiration, consolidation) with
-its reason and the hourly prices before and after, and each command that failed. The HTTP server
-serves the most recent ones as JSON at `/api/v1/decisions` (newest first) for the dashboard.
+its reason and the hourly prices before and after, each command that failed, and each node it
+finds drifted (why). The HTTP server serves the most recent ones as JSON at `/api/v1/decisions`
+(newest first) for the dashboard.
 
 Beyond the ring it keeps each subject's last evaluation (`latest(subject)`): `evaluated()` is
 called for every pod of every provisioning pass, so the answer carries the time of the pod's
@@ -33,6 +34,7 @@ TERMINATED = "terminated"
 WAITING = "waiting"
 GARBAGE_COLLECTED = "garbage-collected"
 DEPROVISIONING_FAILED = "deprovisioning-failed"
+DRIFTED = "drifted"  # a node found drifted from its Provisioner or AWSNodeTemplate (annotated)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 the deprovisioning controller; the HTTP server (`httpserver.py`) serves its answers read-only:
 
 - `nodes()` → `GET /api/v1/nodes`: per owned node, its hourly price and what would happen to it
-  now (`deprovisioning/outlook.py`), and the last consolidation pass (`consolidation`: when, how
+  now (`deprovisioning/outlook.py`; a drifted node's outlook carries its `drift` reason and
+  message as fields), and the last consolidation pass (`consolidation`: when, how
   long, candidates eligible and covered per method, complete or stopped on its budget);
 - `pending()` → `GET /api/v1/pods/pending`: per pending pod, its last evaluation by provisioning
   (every pod, every pass: `time`, the outcome as `action`, the `reason`, `since` when it began

@@ -238,7 +238,9 @@ def build(
     explainer = Explainer(state, cloud, decisions)
     savings = SavingsLedger(kube, decisions, clock, settings.leader_election_namespace, settings.savings_configmap)
     jobs.append(Job(savings, 5.0))
-    watch = _settings_watch(settings, raw_kube, recorder, clock, cloud, provisioning, queue)
+    watch = _settings_watch(
+        settings, raw_kube, recorder, clock, cloud, provisioning, queue, deprovisioning=deprovisioning
+    )
     watch.reconcile()  # karpenter-global-settings before any other job acts
     jobs.insert(0, Job(watch, SETTINGS_SECONDS))
     return App(
@@ -258,12 +260,15 @@ def _settings_watch(
     cloud: CloudProvider,
     provisioning: ProvisioningController,
     queue: Any,
+    *,
+    deprovisioning: DeprovisioningController,
 ) -> SettingsWatch:
     """karpenter-global-settings, and where each of its values goes when it changes."""
 
     def apply(old: Settings, new: Settings) -> None:
         provisioning.batcher.idle = new.batch_idle_seconds
         provisioning.batcher.max_duration = new.batch_max_seconds
+        deprovisioning.set_drift_enabled(new.drift_enabled)
         if cloud.name == "aws":
             from controller.cloudprovider.aws.provider import AWSSettings
 
@@ -323,6 +328,8 @@ def _deprovisioning(settings: Settings) -> DeprovisioningSettings:
         replacement_timeout_seconds=settings.replacement_timeout_seconds,
         consolidated_reset_seconds=settings.consolidated_reset_seconds,
         consolidation_budget_seconds=settings.consolidation_budget_seconds,
+        drift_enabled=settings.drift_enabled,
+        drift_check_seconds=settings.drift_check_seconds,
     )
 
 

@@ -64,7 +64,10 @@ class Settings:
     )
     batch_idle_seconds: float = _f(1.0, "provisioning window closes after this long without new pods")
     batch_max_seconds: float = _f(10.0, "provisioning window closes after this long at most")
-    drift_enabled: bool = _f(False, "drift deprovisioning (Karpenter's featureGates.driftEnabled)")
+    drift_enabled: bool = _f(
+        False,
+        "replace nodes that drifted from their Provisioner or AWSNodeTemplate (Karpenter's featureGates.driftEnabled)",
+    )
     settings_configmap: str = _f(
         "karpenter-global-settings", "Karpenter's global settings ConfigMap, in --settings-namespace (empty: none)"
     )
@@ -84,6 +87,7 @@ class Settings:
     consolidation_budget_seconds: float = _f(
         20.0, "a deprovisioning pass stops simulating after this long and continues where it stopped in the next"
     )
+    drift_check_seconds: float = _f(300.0, "how often the cloud is asked whether a node's instance drifted")
     resync_seconds: float = _f(300.0, "full re-list of every watched kind this often")
     leader_elect: bool = _f(True, "only the holder of the Lease acts")
     leader_election_id: str = _f("", "identity in the Lease (default: hostname_pid)")

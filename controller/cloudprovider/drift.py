@@ -59,8 +59,11 @@ def subnet_drift(instance_subnet: str, selected: Collection[str], template: str)
 
 
 def security_group_drift(instance_groups: Collection[str], selected: Collection[str], template: str) -> Drift | None:
-    """Drifted when the instance's groups differ from the selected set (either way, as Karpenter)."""
-    if set(instance_groups) == set(selected):
+    """Drifted when the instance's groups differ from the selected set (either way, as Karpenter).
+
+    An instance that reports no group is not judged (EC2 gives every VPC instance at least one;
+    moto's CreateFleet reports none), as an instance without a recorded AMI or subnet is not."""
+    if not instance_groups or set(instance_groups) == set(selected):
         return None
     have, want = ", ".join(sorted(instance_groups)) or "none", ", ".join(sorted(selected)) or "none"
     return Drift(

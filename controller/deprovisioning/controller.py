@@ -4,13 +4,18 @@ Each call reads cluster state (nothing happens until it is synced), wraps its sn
 pass's `Inputs` and lets `decide()` pick at most one command (spec §6.2). Nothing blocks: a
 consolidation command waiting for its validation time is kept (`_pending`) and re-checked on a
 later call; a replacement in progress (`_execution`) is followed across calls until every
-replacement node is initialized, then the candidate Nodes are deleted (the termination
-finalizer drains and terminates them). Spec §6.7: replace = cordon, launch, mark for deletion,
-wait for initialized, delete; a failed launch or a replacement that never comes uncordons and
-unmarks. The cordon carries karpy's deprovisioning mark (`cordon.py`), and every pass first
-lifts the marked cordons no command in progress holds — those a killed controller left behind.
-An idle pass sets the consolidated flag until cluster state changes (or 5 min pass) and the
-next full pass waits `poll_period_seconds`.
+replacement node is initialized, then the candidate Nodes are deleted (the termination finalizer
+drains and terminates them), and then until they are gone (or `deletion_timeout_seconds` passed,
+logged): as Karpenter, no new command starts while the last one's nodes are still draining, so
+methods that act one node at a time (expiration, drift) really do. Spec §6.7: replace = cordon,
+launch, mark for deletion, wait for initialized, delete, wait for deletion; a failed launch or a
+replacement that never comes uncordons and unmarks. The cordon carries karpy's deprovisioning
+mark (`cordon.py`), and every pass first lifts the marked cordons no command in progress holds —
+those a killed controller left behind. An idle pass sets the consolidated flag until cluster
+state changes (or 5 min pass) and the next full pass waits `poll_period_seconds`. With drift on,
+each full pass first asks the cloud about nodes whose answer is stale (`driftcheck.py`); a node
+the drift marker annotates is counted (`karpenter_machines_drifted`) and logged as a decision,
+and a drift command's decision says why each node drifted.
 
 Each pass's simulations get `consolidation_budget_seconds` of wall time (`Deadline`); a pass
 that stops on it keeps where it stopped (`_progress`) and the next pass — at once, not after the
@@ -20,6 +25,7 @@ method covered and whether it completed are metrics and `last_pass` (the dashboa
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -28,6 +34,8 @@ from typing import Any
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.drift import Drift
+from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD
 from controller.core.timestamps import format_timestamp
 from controller.decisions import DecisionLog
@@ -36,10 +44,13 @@ from controller.deprovisioning import events as E
 from controller.deprovisioning import metrics as M
 from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
 from controller.deprovisioning.decide import PassResult, Pending, decide
+from controller.deprovisioning.drift import DRIFTED, node_drift
+from controller.deprovisioning.driftcheck import DriftChecker
 from controller.deprovisioning.launcher import Launcher
 from controller.deprovisioning.outlook import Outlook, node_outlooks, unconsolidatable_reasons, underway_of
 from controller.deprovisioning.types import (
     CONSOLIDATION,
+    DRIFT,
     Action,
     Command,
     DeprovisioningSettings,
@@ -53,7 +64,6 @@ from controller.kube.client import Kube, Obj
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
 from controller.provisioning.nodetemplates import instance_types_for
-from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 
@@ -80,6 +90,7 @@ class Execution:
     command: Command
     replacements: tuple[str, ...]
     started: float
+    deleted: float | None = None  # when the candidates were deleted: now waiting for them to go
 
 
 def _default_scheduler() -> Scheduler:
@@ -117,6 +128,12 @@ class DeprovisioningController:
         self._progress = Progress()  # where the last pass stopped on its budget
         self.last_pass: dict[str, Any] = {}  # its time, duration, coverage (the dashboard's overview)
         self.unconsolidatable: dict[str, str] = {}  # the last consolidation pass's reasons, by node
+        self.drift = DriftChecker(cloud, clock, self.settings.drift_enabled, self.settings.drift_check_seconds)
+
+    def set_drift_enabled(self, on: bool) -> None:
+        """The `featureGates.driftEnabled` switch, changed at run time (karpenter-global-settings)."""
+        self.settings = dataclasses.replace(self.settings, drift_enabled=on)
+        self.drift.enabled = on
 
     # The loop ----------------------------------------------------------------------------------
 
@@ -135,7 +152,7 @@ class DeprovisioningController:
         self._last_pass = snap.now
         started = time.monotonic()
         budget = Deadline(started + self.settings.consolidation_budget_seconds)
-        inputs = Inputs.of(snap, self._instance_types(snap), consolidated, budget, self._progress)
+        inputs = self._inputs(snap, consolidated, budget, self._progress)
         decision = decide(inputs, self._pending, self._scheduler, self.settings)
         elapsed = time.monotonic() - started
         M.EVALUATION_DURATION.labels(method=decision.method or "all").observe(elapsed)
@@ -145,7 +162,7 @@ class DeprovisioningController:
         self.last_decision = decision
         if not consolidated:
             self.unconsolidatable = unconsolidatable_reasons(decision)
-        self._annotate(decision)
+        self._annotate(decision, inputs)
         for event in decision.events:
             self._event(event)
         self._pending = decision.pending
@@ -153,7 +170,7 @@ class DeprovisioningController:
             log.info("%s", decision.dropped)
         if decision.execute is not None:
             self._idle_since = None
-            self._start(decision.execute, snap.now)
+            self._start(decision.execute, snap.now, self._drifts(decision.execute, inputs))
         elif decision.idle:
             self._idle_since = (self._state.generation, snap.now) if not consolidated else self._idle_since
         else:
@@ -168,9 +185,19 @@ class DeprovisioningController:
             return False
         return True
 
-    def _instance_types(self, snap: Snapshot) -> dict[str, Sequence[InstanceType]]:
+    def _inputs(
+        self, snap: Snapshot, consolidated: bool, budget: Deadline | None = None, progress: Progress | None = None
+    ) -> Inputs:
         # the same resolved node templates as provisioning (a missing one: no types, no replacement)
-        return dict(instance_types_for(snap, self._cloud).types)
+        types = instance_types_for(snap, self._cloud)
+        return Inputs.of(snap, types.types, consolidated, budget, progress, self.drift.inputs(snap, types))
+
+    @staticmethod
+    def _drifts(cmd: Command, inputs: Inputs) -> dict[str, Drift]:
+        if cmd.deprovisioner != DRIFT:
+            return {}
+        found = {c.name: node_drift(c.node, inputs) for c in cmd.candidates}
+        return {name: d for name, d in found.items() if d is not None}
 
     def _account(self, decision: PassResult, now: float, elapsed: float) -> None:
         """Keep where the pass stopped, and say how long it took and what it covered."""
@@ -193,30 +220,45 @@ class DeprovisioningController:
         """What would happen to each owned node now (`outlook.py`), from a fresh snapshot."""
         snap = self._state.snapshot()
         consolidated = self._idle_since is not None
-        inputs = Inputs.of(snap, self._instance_types(snap), consolidated)
+        inputs = self._inputs(snap, consolidated)
         executing = self._execution.command if self._execution is not None else None
         underway = underway_of(self.last_decision, executing, self.settings.validation_wait_seconds)
         return node_outlooks(inputs, underway, self.unconsolidatable)
 
     # Acting ------------------------------------------------------------------------------------
 
-    def _annotate(self, decision: PassResult) -> None:
+    def _annotate(self, decision: PassResult, inputs: Inputs) -> None:
         for a in decision.annotations:
             try:
                 self._kube.patch(NODES, a.node, {"metadata": {"annotations": {a.key: a.value}}})
             except KubeError as err:  # a conflict or a vanished node: the next pass recomputes
                 log.debug("annotating node %s: %s", a.node, err)
+                continue
+            if a.key == L.VOLUNTARY_DISRUPTION and a.value == DRIFTED:
+                self._marked_drifted(a.node, inputs)
+
+    def _marked_drifted(self, name: str, inputs: Inputs) -> None:
+        node = inputs.node(name)
+        drift = node_drift(node, inputs) if node is not None else None
+        if node is None or drift is None:
+            return
+        provisioner = node.labels.get(L.PROVISIONER_NAME, "")
+        log.info("node %s drifted: %s", name, drift.message)
+        M.MACHINES_DISRUPTED.labels(type=DRIFT, provisioner=provisioner).inc()
+        M.MACHINES_DRIFTED.labels(type=str(drift.reason), provisioner=provisioner).inc()
+        self.decisions.record(decisionlog.drifted(name, provisioner, drift))
 
     def _event(self, event: Event) -> None:
         self.recorder.publish(E.node_event(event))
 
-    def _start(self, cmd: Command, now: float) -> None:
+    def _start(self, cmd: Command, now: float, drifts: Mapping[str, Drift]) -> None:
         log.info("deprovisioning via %s %s", cmd.deprovisioner, cmd)
         M.ACTIONS_PERFORMED.labels(action=cmd.reason, deprovisioner=cmd.deprovisioner).inc()
-        self.decisions.record(decisionlog.carried_out(cmd))
+        self.decisions.record(decisionlog.carried_out(cmd, drifts))
         if cmd.action is Action.DELETE:
             self._state.mark_for_deletion(cmd.node_names)
             self._delete(cmd)
+            self._execution = Execution(cmd, (), now, deleted=now)
             return
         cordoned = self._cordon(cmd.node_names)
         launched: list[str] = []
@@ -239,6 +281,8 @@ class DeprovisioningController:
     def _follow(self, snap: Snapshot) -> None:
         ex = self._execution
         assert ex is not None
+        if ex.deleted is not None:
+            return self._follow_deletion(ex, snap)
         waiting = []
         for name in ex.replacements:
             view = snap.nodes.get(name)
@@ -255,9 +299,24 @@ class DeprovisioningController:
                 self._event(Event(name, E.WAITING_READINESS, E.WAITING_READINESS_MESSAGE))
             return None
         M.REPLACEMENT_INITIALIZED.observe(max(0.0, snap.now - ex.started))
-        self._execution = None
         self._delete(ex.command)
+        ex.deleted = snap.now
         return None
+
+    def _follow_deletion(self, ex: Execution, snap: Snapshot) -> None:
+        assert ex.deleted is not None
+        remaining = [name for name in ex.command.node_names if name in snap.nodes]
+        if not remaining:
+            self._execution = None
+            return
+        if snap.now - ex.deleted > self.settings.deletion_timeout_seconds:
+            log.error(
+                "deprovisioning via %s: nodes %s not gone after deletion", ex.command.reason, ", ".join(remaining)
+            )
+            self._execution = None
+            return
+        for name in remaining:
+            self._event(Event(name, E.WAITING_DELETION, E.WAITING_DELETION_MESSAGE))
 
     def _fail(self, why: str, snap: Snapshot) -> None:
         ex = self._execution

@@ -1,7 +1,8 @@
 """One deprovisioning pass: markers, then the methods in their fixed order (spec §6.2, style.md §7).
 
-Pure: `decide(inputs, pending, scheduler, settings) -> PassResult`. Order (`DEPROVISIONERS`):
-expiration, emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
+Pure: `decide(inputs, pending, scheduler, settings) -> PassResult`. Markers: the emptiness
+timestamp and the drift annotation (`drift.py`). Order (`DEPROVISIONERS`, Karpenter v0.31's):
+expiration, drift, emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
 consolidation (`repackconsolidation.py`); the first method with a command acts. A consolidation command
 is not executed at once: it comes back as `pending`, the caller keeps it and passes it in
 again; once `validation_wait_seconds` have passed since it was
@@ -20,6 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from controller.deprovisioning.drift import Drift, drift_annotations
 from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
 from controller.deprovisioning.emptynodeconsolidation import EmptyNodeConsolidation
 from controller.deprovisioning.expiration import Expiration
@@ -40,6 +42,7 @@ from controller.deprovisioning.validation import validate
 
 DEPROVISIONERS: tuple[Deprovisioner, ...] = (
     Expiration(),
+    Drift(),
     Emptiness(),
     EmptyNodeConsolidation(),
     MultiNodeConsolidation(),
@@ -86,7 +89,7 @@ def decide(
     settings: DeprovisioningSettings,
     deprovisioners: Sequence[Deprovisioner] = DEPROVISIONERS,
 ) -> PassResult:
-    markers = tuple(emptiness_annotations(inputs))
+    markers = (*emptiness_annotations(inputs), *drift_annotations(inputs))
     wait = settings.validation_wait_seconds
     progress = inputs.progress
     if pending is not None:

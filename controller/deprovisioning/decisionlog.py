@@ -2,12 +2,17 @@
 
 One `Decision` per command carried out — action `<method>/<delete|replace>`, subject the first
 candidate, the command's text as reason, every candidate and replacement, and the hourly prices
-before and after — and one per command that failed, with why.
+before and after — and one per command that failed, with why. A drift command's decision
+carries why each node drifted (`drift` in `extra`: reason and message per node, the messages in
+its reason); `drifted()` records a node the drift marker annotated.
 """
 
 from __future__ import annotations
 
-from controller.decisions import DEPROVISIONING_FAILED, Decision
+from collections.abc import Mapping
+
+from controller.cloudprovider.drift import Drift
+from controller.decisions import DEPROVISIONING_FAILED, DRIFTED, Decision
 from controller.deprovisioning.types import Command
 
 CONTROLLER = "deprovisioning"
@@ -21,13 +26,20 @@ def _extra(cmd: Command) -> dict[str, object]:
     }
 
 
-def carried_out(cmd: Command) -> Decision:
+def carried_out(cmd: Command, drifts: Mapping[str, Drift] | None = None) -> Decision:
+    """`drifts`: why each candidate drifted (a drift command's)."""
     first = cmd.candidates[0] if cmd.candidates else None
+    extra = _extra(cmd)
+    reason = f"{cmd.deprovisioner}: {cmd}"
+    found = {n: drifts[n] for n in cmd.node_names if n in (drifts or {})} if drifts else {}
+    if found:
+        extra["drift"] = {n: d.to_json() for n, d in found.items()}
+        reason += " (" + "; ".join(f"{n}: {d.message}" for n, d in found.items()) + ")"
     return Decision(
         CONTROLLER,
         cmd.reason,
         f"node/{first.name}" if first is not None else "node/",
-        f"{cmd.deprovisioner}: {cmd}",
+        reason,
         provisioner=first.provisioner.name if first is not None else "",
         instance_type=first.instance_type.name if first is not None else "",
         zone=first.zone if first is not None else "",
@@ -35,7 +47,13 @@ def carried_out(cmd: Command) -> Decision:
         price=cmd.price_before,
         price_before=cmd.price_before,
         price_after=cmd.price_after,
-        extra=_extra(cmd),
+        extra=extra,
+    )
+
+
+def drifted(node: str, provisioner: str, drift: Drift) -> Decision:
+    return Decision(
+        CONTROLLER, DRIFTED, f"node/{node}", f"drifted: {drift.message}", provisioner=provisioner, extra=drift.to_json()
     )
 
 

@@ -16,9 +16,11 @@ UNCONSOLIDATABLE_DEDUP_SECONDS = 900.0
 BLOCKED = "DeprovisioningBlocked"
 LAUNCHING = "DeprovisioningLaunching"
 WAITING_READINESS = "DeprovisioningWaitingReadiness"
+WAITING_DELETION = "DeprovisioningWaitingDeletion"
 TERMINATING = "DeprovisioningTerminating"
 UNCONSOLIDATABLE = "Unconsolidatable"
 WAITING_READINESS_MESSAGE = "Waiting on readiness to continue deprovisioning"
+WAITING_DELETION_MESSAGE = "Waiting on deletion to continue deprovisioning"
 
 
 def blocked(node: str, why: str) -> types.Event:

@@ -2,8 +2,11 @@
 
 Declared once for the process, following `controller.metrics`: Karpenter's counters are
 gauges that only go up, so the exposed names carry no `_total` suffix and match existing
-dashboards. `karpenter_nodes_terminated` and `karpenter_nodes_created` are the shared ones of
-`controller.metrics` (the provisioning launcher counts replacements it creates).
+dashboards. A node found drifted counts in `karpenter_machines_disrupted{type="drift"}` and
+`karpenter_machines_drifted{type=<drift reason>}` (v0.31's machine counters; karpy has no
+Machines, a node stands for its machine). `karpenter_nodes_terminated` and
+`karpenter_nodes_created` are the shared ones of `controller.metrics` (the provisioning launcher
+counts replacements it creates).
 """
 
 from __future__ import annotations
@@ -40,6 +43,18 @@ PASS_COMPLETE = Gauge(
     "karpy_deprovisioning_pass_complete",
     "1 when the last pass went through every method it reached, 0 when it stopped on its budget (resumed next).",
 )
+MACHINES_DISRUPTED = Gauge(
+    "karpenter_machines_disrupted",
+    "Number of machines disrupted in total by Karpenter. Labeled by disruption type of the machine and the owning "
+    "provisioner.",
+    ["type", "provisioner"],
+)
+MACHINES_DRIFTED = Gauge(
+    "karpenter_machines_drifted",
+    "Number of machine drifted reasons in total by Karpenter. Labeled by drift type of the machine and the owning "
+    "provisioner..",
+    ["type", "provisioner"],
+)
 REPLACEMENT_INITIALIZED = Histogram(
     "karpenter_deprovisioning_replacement_node_initialized_seconds",
     "Amount of time required for a replacement node to become initialized.",
@@ -51,6 +66,8 @@ __all__ = [
     "CANDIDATES_COVERED",
     "ELIGIBLE_MACHINES",
     "EVALUATION_DURATION",
+    "MACHINES_DISRUPTED",
+    "MACHINES_DRIFTED",
     "NODES_CREATED",
     "NODES_TERMINATED",
     "PASS_COMPLETE",

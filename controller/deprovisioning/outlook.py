@@ -2,8 +2,9 @@
 
 Pure. `node_outlooks()` reads one pass's `Inputs`, the last pass's `PassResult`, the
 command in progress and the last consolidation pass's per-node reasons, and gives every owned
-node one `Outlook`: a `verdict` and a sentence. It reuses the strategies' own predicates
-(`new_candidate`, `blocked_reason`, `is_expired`, `empty_past_ttl`, `consolidation_blocker`), so
+node one `Outlook`: a `verdict` and a sentence (and, for a drifted node, the `Drift` as fields).
+It reuses the strategies' own predicates (`new_candidate`, `blocked_reason`, `is_expired`,
+`node_drift`/`is_drifted`, `empty_past_ttl`, `consolidation_blocker`), so
 the page says what the controller would do, not a second opinion. Neighbours: `decide.py` (the
 decision it explains), `controller/insight.py` (serves it over HTTP).
 """
@@ -12,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from controller.cloudprovider.drift import Drift
 from controller.core import labels as L
 from controller.core.timestamps import format_timestamp
 from controller.deprovisioning.candidates import blocked_reason, expiration_time, new_candidate
 from controller.deprovisioning.consolidation import consolidation_blocker
 from controller.deprovisioning.decide import PassResult
+from controller.deprovisioning.drift import is_drifted, node_drift
 from controller.deprovisioning.emptiness import empty_past_ttl, empty_since
 from controller.deprovisioning.events import UNCONSOLIDATABLE
 from controller.deprovisioning.expiration import is_expired
@@ -26,6 +30,7 @@ from controller.state.snapshot import NodeView
 
 DELETING = "deleting"  # being deleted or replaced now
 EXPIRE = "expire"  # expired: will be replaced
+DRIFTED = "drifted"  # drifted from its Provisioner or AWSNodeTemplate: will be replaced
 EMPTY = "empty"  # empty: will be deleted when the emptiness TTL passes
 CONSOLIDATE = "consolidate"  # chosen by consolidation, waiting for validation
 BLOCKED = "blocked"  # would be disrupted, but a pod or PDB blocks it
@@ -38,11 +43,14 @@ class Outlook:
     verdict: str
     reason: str
     expires: str = ""  # RFC 3339, when the provisioner has ttlSecondsUntilExpired
+    drift: Drift | None = None  # why the node drifted, when it did
 
-    def to_json(self) -> dict[str, str]:
-        out = {"verdict": self.verdict, "reason": self.reason}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict, "reason": self.reason}
         if self.expires:
             out["expires"] = self.expires
+        if self.drift is not None:
+            out["drift"] = self.drift.to_json()
         return out
 
 
@@ -90,7 +98,7 @@ def node_outlook(node: NodeView, inputs: Inputs, underway: Underway, unconsolida
         return Outlook(NOT_CANDIDATE, _not_candidate_reason(node, inputs))
     expires = expiration_time(cand)
     found = _disruption(cand, inputs, underway, unconsolidatable)
-    return Outlook(found.verdict, found.reason, format_timestamp(expires) if expires is not None else "")
+    return Outlook(found.verdict, found.reason, format_timestamp(expires) if expires is not None else "", found.drift)
 
 
 def _disruption(cand: Candidate, inputs: Inputs, underway: Underway, unconsolidatable: Mapping[str, str]) -> Outlook:
@@ -99,6 +107,12 @@ def _disruption(cand: Candidate, inputs: Inputs, underway: Underway, unconsolida
         if blocked:
             return Outlook(BLOCKED, f"expired, but it cannot be disrupted: {blocked}")
         return Outlook(EXPIRE, "expired (ttlSecondsUntilExpired): it will be replaced")
+    drift = node_drift(cand.node, inputs) if inputs.drift.enabled else None
+    if drift is not None or is_drifted(cand, inputs):
+        why = f"drifted: {drift.message}" if drift is not None else f"drifted ({L.VOLUNTARY_DISRUPTION}=drifted)"
+        if blocked:
+            return Outlook(BLOCKED, f"{why}, but it cannot be disrupted: {blocked}", drift=drift)
+        return Outlook(DRIFTED, f"{why}: it will be replaced", drift=drift)
     ttl = cand.provisioner.ttl_seconds_after_empty
     stamp = cand.node.annotations.get(L.EMPTINESS_TIMESTAMP)
     if ttl is not None and not cand.pods and stamp is not None:

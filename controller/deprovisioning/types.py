@@ -25,7 +25,10 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Protocol
 
+from controller.apis.awsnodetemplate import AWSNodeTemplate
+from controller.apis.drifthash import node_template_hash_annotations, provisioner_hash_annotations
 from controller.apis.provisioner import Provisioner
+from controller.cloudprovider.drift import Drift
 from controller.core.labels import CAPACITY_TYPE
 from controller.scheduling.types import InstanceType, NewNode, Offering, PodRequest, SchedulingInput, SchedulingResult
 from controller.state.schedulinginput import Provisionable, provisionable
@@ -36,6 +39,7 @@ Scheduler = Callable[[SchedulingInput], SchedulingResult]
 
 # Deprovisioners (the metric label, the first half of a command's reason) and their methods.
 EXPIRATION = "expiration"
+DRIFT = "drift"
 EMPTINESS = "emptiness"
 CONSOLIDATION = "consolidation"
 EMPTY_NODE_CONSOLIDATION = "emptynodeconsolidation"
@@ -54,6 +58,8 @@ class DeprovisioningSettings:
     deletion_timeout_seconds: float = 570.0
     consolidated_reset_seconds: float = 300.0
     consolidation_budget_seconds: float = 20.0  # a pass's simulations; the next pass continues (anytime)
+    drift_enabled: bool = False  # featureGates.driftEnabled
+    drift_check_seconds: float = 300.0  # how long the cloud's drift answer for a node is kept
 
 
 class Budget(Protocol):
@@ -94,6 +100,27 @@ class Progress:
 
 
 @dataclass(frozen=True, eq=False)
+class DriftInputs:
+    """What the drift checks read beyond cluster state (`drift.py`): the `featureGates.driftEnabled`
+    switch, the AWSNodeTemplate each Provisioner's nodes are made from by reference (None: none,
+    or an inline `spec.provider`, which never drifts them), and what the cloud answered per node
+    (`CloudProvider.is_drifted`; a node missing from `cloud` could not be asked: unknown)."""
+
+    enabled: bool = False
+    templates: Mapping[str, AWSNodeTemplate | None] = field(default_factory=dict)
+    cloud: Mapping[str, Drift | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Stamps:
+    """What a Provisioner's nodes would be stamped with now (`apis/drifthash.py`); `template` is
+    None when its nodes are made from no template by reference."""
+
+    provisioner: Mapping[str, str]
+    template: Mapping[str, str] | None
+
+
+@dataclass(frozen=True, eq=False)
 class Inputs:
     """Everything one deprovisioning pass reads.
 
@@ -108,6 +135,7 @@ class Inputs:
     consolidated: bool = False
     budget: Budget = field(default_factory=Unlimited)
     progress: Progress = field(default_factory=Progress)
+    drift: DriftInputs = field(default_factory=DriftInputs)
 
     @staticmethod
     def of(
@@ -116,9 +144,10 @@ class Inputs:
         consolidated: bool = False,
         budget: Budget | None = None,
         progress: Progress | None = None,
+        drift: DriftInputs | None = None,
     ) -> Inputs:
         types = {v.name: tuple(instance_types.get(v.name, ())) for v in state.valid_provisioners()}
-        return Inputs(state, types, consolidated, budget or Unlimited(), progress or Progress())
+        return Inputs(state, types, consolidated, budget or Unlimited(), progress or Progress(), drift or DriftInputs())
 
     @property
     def now(self) -> float:
@@ -142,6 +171,16 @@ class Inputs:
     def provisionable(self) -> Provisionable:
         """The pods provisioning would place now: pending ones, and those of nodes being deleted."""
         return provisionable(self.state)
+
+    @cached_property
+    def stamps(self) -> Mapping[str, Stamps]:
+        """Per valid Provisioner, its nodes' drift stamps now (hashed once per pass)."""
+        out = {}
+        for name, prov in self.provisioners.items():
+            template = self.drift.templates.get(name)
+            tmpl = node_template_hash_annotations(template) if template is not None else None
+            out[name] = Stamps(provisioner_hash_annotations(prov), tmpl)
+        return out
 
     def node(self, name: str) -> NodeView | None:
         node = self.state.nodes.get(name)

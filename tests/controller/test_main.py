@@ -13,6 +13,7 @@ from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.errors import CloudProviderError
 from controller.core.requirements import Requirements
+from controller.deprovisioning.controller import DeprovisioningController
 from controller.kube.errors import KubeError
 from controller.kube.resources import CONFIGMAPS, NODES
 from controller.main import ConfigError, build, job_body
@@ -64,6 +65,21 @@ def test_karpenter_global_settings_reach_the_batcher_at_build_and_on_change() ->
     app.settings_watch.reconcile()
     assert (batcher.idle, batcher.max_duration) == (2.0, 10.0)
     assert "batchIdleDuration" in app.status()["settingsProblem"]
+
+
+def test_the_drift_switch_follows_karpenter_global_settings() -> None:
+    clock = FakeClock()
+    kube = FakeKube(clock)
+    meta = {"name": "karpenter-global-settings", "namespace": "karpy"}
+    kube.put(CONFIGMAPS, {"metadata": meta, "data": {"featureGates.driftEnabled": "true"}})
+    app = build(Settings(settings_namespace="karpy"), kube=kube, cloud=FakeCloudProvider(clock=clock), clock=clock)
+    (deprovisioning,) = [j.controller for j in app.jobs if j.controller.name == "deprovisioning"]
+    assert isinstance(deprovisioning, DeprovisioningController)
+    assert deprovisioning.drift.enabled and deprovisioning.settings.drift_enabled
+    kube.put(CONFIGMAPS, {"metadata": meta, "data": {"featureGates.driftEnabled": "false"}})
+    assert app.settings_watch is not None
+    app.settings_watch.reconcile()
+    assert not deprovisioning.drift.enabled and not deprovisioning.settings.drift_enabled
 
 
 def test_a_deprovisioning_module_that_cannot_be_imported_stops_the_controller_at_start() -> None:

@@ -28,3 +28,4 @@ def test_security_groups_must_match_exactly() -> None:
     assert added is not None and added.reason is DriftReason.SECURITY_GROUP
     assert added.message == "security groups sg-1 differ from those AWSNodeTemplate t selects (sg-1, sg-2)"
     assert security_group_drift(["sg-1", "sg-2"], ["sg-1"], "t") is not None
+    assert security_group_drift([], ["sg-1"], "t") is None  # reported none: not judged

@@ -7,17 +7,19 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from controller.cloudprovider.base import Instance
+from controller.cloudprovider.drift import Drift, DriftReason
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
-from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS
+from controller.kube.resources import AWSNODETEMPLATES, NODES, PDBS, PODS, PROVISIONERS
 from controller.provisioning.launcher import Launcher
 from controller.scheduling.scheduler import schedule
 from tests.builders.deprovisioning import CATALOG
-from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
+from tests.builders.wire import make_awsnodetemplate, make_node, make_pdb, make_pod, make_provisioner
 from tests.fakes.world import World as Cluster
 
 SIZES = {"small": "2", "medium": "4", "large": "8"}
@@ -211,6 +213,30 @@ def test_expired_node_is_replaced_before_it_is_deleted() -> None:
     assert world.deleting() == ["old"]
 
 
+def test_no_new_command_until_the_last_ones_nodes_are_gone() -> None:
+    world = World()
+    world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsUntilExpired=60))
+    world.node("old", "large")
+    world.node("older", "large")
+    world.pod("a", "old", cpu="5")
+    world.pod("b", "older", cpu="5")
+    world.reconcile(step=61)
+    (first,) = [n for n in ("old", "older") if world.unschedulable(n)]
+    new = next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] not in ("old", "older"))
+    world.kube.patch(NODES, new, {"metadata": {"labels": {L.INITIALIZED: "true"}}})
+    world.reconcile(step=1)
+    assert world.deleting() == [first]
+    for _ in range(3):  # the first node still drains: the other expired node waits
+        world.reconcile(step=1)
+    (second,) = {"old", "older"} - {first}
+    assert world.deleting() == [first] and not world.unschedulable(second)
+    assert any(e["reason"] == "DeprovisioningWaitingDeletion" for e in world.kube.events)
+    world.kube.patch(NODES, first, {"metadata": {"finalizers": None}})  # termination done: the node goes
+    world.reconcile(step=1)  # sees it gone
+    world.reconcile(step=1)
+    assert second in world.deleting() or world.unschedulable(second)  # now the next one
+
+
 # The deprovisioning cordon: marked, and lifted when no command holds it (cordon.py) ----------
 
 
@@ -395,3 +421,57 @@ def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_publi
     third = world.controller.last_pass
     assert third["covered"]["singlenodeconsolidation"] == 1  # the last of the sweep: it ended there,
     assert third["stoppedIn"] == "repackconsolidation"  # so this pass reached the next method
+
+
+def drifting_world(enabled: bool = True) -> tuple[World, str]:
+    """Node n1 (a pod on it) made from AWSNodeTemplate `nodes`, which the cloud says it drifted from."""
+    world = World(drift_enabled=enabled)
+    world.kube.put(AWSNODETEMPLATES, make_awsnodetemplate("nodes"))
+    world.kube.put(PROVISIONERS, make_provisioner(providerRef={"name": "nodes"}))
+    world.node("n1", provider_id="fake:///zone-a/n1")
+    world.pod("a", "n1", cpu="3")
+    world.cloud.add(Instance("fake:///zone-a/n1", "n1", "medium", "zone-a", "on-demand", 0.2, "default", 0.0))
+    world.cloud.drifted["fake:///zone-a/n1"] = Drift(DriftReason.AMI, "AMI ami-1 is no longer selected (now ami-2)")
+    return world, "fake:///zone-a/n1"
+
+
+def test_a_drifted_node_is_annotated_counted_logged_then_replaced() -> None:
+    world, _ = drifting_world()
+    labels = {"type": "AMIDrift", "provisioner": "default"}
+    world.remember("karpenter_machines_drifted", **labels)
+    world.remember("karpenter_machines_disrupted", type="drift", provisioner="default")
+    world.remember("karpenter_deprovisioning_actions_performed", action="drift/replace", deprovisioner="drift")
+    world.reconcile()
+    assert world.kube.objects["nodes"]["n1"]["metadata"]["annotations"][L.VOLUNTARY_DISRUPTION] == "drifted"
+    assert world.metric("karpenter_machines_drifted", **labels) == 1
+    assert world.metric("karpenter_machines_disrupted", type="drift", provisioner="default") == 1
+    (marked,) = [d for d in world.controller.decisions.recent() if d.action == "drifted"]
+    why = {"reason": "AMIDrift", "message": "AMI ami-1 is no longer selected (now ami-2)"}
+    assert marked.subject == "node/n1" and marked.extra == why
+    outlook = world.controller.outlooks()["n1"]
+    assert outlook.verdict == "drifted" and outlook.reason.startswith("drifted: AMI ami-1 is no longer selected")
+    assert outlook.to_json()["drift"] == {
+        "reason": "AMIDrift",
+        "message": "AMI ami-1 is no longer selected (now ami-2)",
+    }
+    world.reconcile(step=1)
+    assert world.unschedulable("n1") and len(world.cloud.create_calls) == 1  # replacement first, n1 still there
+    assert world.deleting() == []
+    (replace,) = [d for d in world.controller.decisions.recent() if d.action == "drift/replace"]
+    assert replace.extra["drift"] == {"n1": why}
+    assert "n1: AMI ami-1 is no longer selected" in replace.reason
+    assert (
+        world.metric("karpenter_deprovisioning_actions_performed", action="drift/replace", deprovisioner="drift") == 1
+    )
+
+
+def test_with_drift_off_the_cloud_is_not_asked_and_nothing_is_marked() -> None:
+    world, _ = drifting_world(enabled=False)
+    world.reconcile()
+    world.reconcile(step=20)
+    assert world.cloud.drift_calls == []
+    assert L.VOLUNTARY_DISRUPTION not in world.kube.objects["nodes"]["n1"]["metadata"].get("annotations", {})
+    assert world.cloud.create_calls == [] and world.deleting() == []
+    world.controller.set_drift_enabled(True)  # karpenter-global-settings switched it on
+    world.reconcile(step=20)
+    assert world.kube.objects["nodes"]["n1"]["metadata"]["annotations"][L.VOLUNTARY_DISRUPTION] == "drifted"

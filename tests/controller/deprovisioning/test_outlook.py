@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from controller.cloudprovider.drift import Drift, DriftReason
 from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.outlook import (
     BLOCKED,
     CONSOLIDATE,
     DELETING,
+    DRIFTED,
     EMPTY,
     EXPIRE,
     KEPT,
@@ -19,7 +23,7 @@ from controller.deprovisioning.outlook import (
     unconsolidatable_reasons,
     underway_of,
 )
-from controller.deprovisioning.types import DeprovisioningSettings
+from controller.deprovisioning.types import DeprovisioningSettings, DriftInputs
 from controller.scheduling.scheduler import schedule
 from controller.state.snapshot import NodeView
 from tests.builders.deprovisioning import (
@@ -109,3 +113,22 @@ def test_a_node_in_an_executing_command_is_being_removed() -> None:
     got = node_outlooks(snap, Underway(executing=decision.execute), {})["e"]
     assert got.verdict == DELETING and "emptiness/delete" in got.reason
     assert got.to_json() == {"verdict": DELETING, "reason": got.reason}
+
+
+def test_a_drifted_node_says_why_and_what_blocks_it() -> None:
+    ami = Drift(DriftReason.AMI, "AMI ami-1 is no longer selected by AWSNodeTemplate nodes (now ami-2)")
+    node = make_node("n", pods=[make_pod("a")], annotations={L.VOLUNTARY_DISRUPTION: "drifted"})
+    base = make_inputs([node], [CONSOLIDATING], now=at(60))
+    on = dataclasses.replace(base, drift=DriftInputs(True, {}, {"n": ami}))
+    got = node_outlooks(on, Underway(), {})["n"]
+    assert (got.verdict, got.reason) == (
+        DRIFTED,
+        "drifted: AMI ami-1 is no longer selected by AWSNodeTemplate nodes (now ami-2): it will be replaced",
+    )
+    assert got.to_json()["drift"] == {"reason": "AMIDrift", "message": ami.message}
+    guarded = dataclasses.replace(on, state=dataclasses.replace(on.state, pdbs=(make_pdb("guard"),)))
+    blocked = node_outlooks(guarded, Underway(), {})["n"]
+    assert blocked.verdict == BLOCKED
+    assert blocked.reason.endswith("but it cannot be disrupted: pdb default/guard prevents pod evictions")
+    off = node_outlooks(base, Underway(), {})["n"]
+    assert off.verdict == KEPT and off.drift is None  # drift off: the annotation means nothing

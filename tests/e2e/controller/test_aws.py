@@ -4,7 +4,8 @@ The controller talks to a real moto_server (boto3 over HTTP) and the real local 
 pending pods → CreateFleet on moto → a Node with the `aws:///<zone>/<id>` provider ID, which kwok
 manages through the `--aws-node-label` → pods Running; a spot interruption warning sent through
 EventBridge (rule → SQS queue) drains its node and the pods run elsewhere; a leaked instance
-of karpy's is garbage-collected; scaling to zero terminates the moto instances. Beside Karpenter
+of karpy's is garbage-collected; with drift on, selecting another AMI replaces every node, one at
+a time, by instances of that AMI; scaling to zero terminates the moto instances. Beside Karpenter
 (issue 19): its instance and launch template, with Karpenter's tags and no Node yet, survive many
 garbage-collection and launch-template-cleanup periods while karpy's own leak and unused
 template are collected.
@@ -45,19 +46,22 @@ def aws(karpy: KarpyEnv, moto_server: MotoServer) -> Iterator[tuple[Account, AWS
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     events.put_rule(Name="karpy-interruption", EventPattern=json.dumps({"source": ["aws.ec2", "aws.health"]}))
     events.put_targets(Rule="karpy-interruption", Targets=[{"Id": "queue", "Arn": arn}])
-    template = {
-        "apiVersion": "karpenter.k8s.aws/v1alpha1",
-        "kind": "AWSNodeTemplate",
-        "metadata": {"name": "default"},
-        "spec": {"subnetSelector": DISCOVERY, "securityGroupSelector": DISCOVERY, "amiSelector": {"karpy-test": "eks"}},
-    }
-    karpy.apply(template)
+    karpy.apply(template({"karpy-test": "eks"}))
     api = AWSApi(Boto3Transport(REGION, moto_server.url))
     cloud = AWSCloudProvider(api, AWSSettings(region=REGION, cluster_name=karpy.namespace), SystemClock())
     try:
         yield account, cloud
     finally:
         karpy.kube.delete(AWSNODETEMPLATES, "default")
+
+
+def template(amis: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1alpha1",
+        "kind": "AWSNodeTemplate",
+        "metadata": {"name": "default"},
+        "spec": {"subnetSelector": DISCOVERY, "securityGroupSelector": DISCOVERY, "amiSelector": amis},
+    }
 
 
 def start(karpy: KarpyEnv, moto: MotoServer, *extra: str) -> Controller:
@@ -93,7 +97,7 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
 ) -> None:
     account, cloud = aws
     karpy.provisioner(providerRef={"name": "default"}, requirements=[TYPES], ttlSecondsAfterEmpty=2)
-    start(karpy, moto_server)
+    start(karpy, moto_server, "--drift-enabled")
     karpy.deployment("web", 4, cpu="1", memory="1Gi")
     until(lambda: len(karpy.running("web")) == 4, 90, "4 pods Running on moto instances")
     nodes = karpy.nodes()
@@ -144,6 +148,28 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
         TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
     )["Instances"][0]["InstanceId"]
     until(lambda: leaked not in {i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()}, 60, "the leak collected")
+
+    # drift: another AMI selected → every node replaced, one at a time, by an instance of that AMI
+    images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])
+    new_ami = next(i["ImageId"] for i in images["Images"] if i["ImageId"] != account.amd64_ami)
+    assert {n["metadata"]["labels"][L.INSTANCE_AMI_ID] for n in karpy.nodes()} == {account.amd64_ami}
+    karpy.apply(template({"aws-ids": new_ami}))
+    most_disrupted = [0]
+
+    def replaced() -> bool:
+        current = karpy.nodes()
+        moving = [n for n in current if n["metadata"]["labels"][L.INSTANCE_AMI_ID] != new_ami
+                  and (n["metadata"].get("deletionTimestamp") or n["spec"].get("unschedulable"))]  # fmt: skip
+        most_disrupted[0] = max(most_disrupted[0], len(moving))
+        return (
+            all(n["metadata"]["labels"][L.INSTANCE_AMI_ID] == new_ami for n in current)
+            and len(karpy.running("web")) == 4
+        )
+
+    until(replaced, 150, "every node on the new AMI", interval=0.2)
+    assert most_disrupted[0] == 1
+    reservations = ec2.describe_instances(InstanceIds=[i.provider_id.rsplit("/", 1)[-1] for i in cloud.list()])
+    assert {i["ImageId"] for r in reservations["Reservations"] for i in r["Instances"]} == {new_ami}
 
     # scale to zero: the empty nodes go and their moto instances are terminated
     karpy.scale("web", 0)
