@@ -116,3 +116,36 @@ def test_the_savings_page_shows_what_was_saved_and_the_blocked_opportunity() -> 
     assert 'href="/explain/nodes/n1"' in html and "&lt;script&gt;" in html and XSS not in html
     assert client.get("/api/v1/savings").get_json() == SAVINGS
     assert 'href="/savings"' in client.get("/").get_data(as_text=True)
+
+
+WHAT_IF: dict[str, Any] = {
+    "time": "2024-01-01T00:05:00Z", "pods": ["ml/trainer-0"], "addedPricePerHour": 0.526,
+    "destinations": [{"pod": "ml/trainer-0", "kind": "new", "newNode": 0}], "unschedulable": [],
+    "newNodes": [{"index": 0, "provisioner": "gpu", "instanceType": "g4dn.xlarge", "zone": "us-west-2a",
+                  "capacityType": "on-demand", "pricePerHour": 0.526, "pods": ["ml/trainer-0"],
+                  "fits": [{"instanceType": "g4dn.xlarge", "pricePerHour": 0.526}]}],
+    "provisioners": [{"provisioner": "default", "weight": 0, "outcome": "rejected",
+                      "reason": f"no instance type in provisioner 'default' has 1 GPU {XSS}"}],
+}  # fmt: skip
+
+
+def test_the_what_if_page_asks_the_controller_and_shows_its_answer() -> None:
+    src = source()
+    src.explained = {**src.explained, "POST /api/v1/what-if": (200, WHAT_IF)}
+    client = create_app(dashboard_source=src).test_client()
+    empty = client.get("/what-if").get_data(as_text=True)
+    assert "<textarea" in empty and "data-no-refresh" in empty and src.asked == []
+    html = client.get("/what-if", query_string={"manifest": "kind: Deployment"}).get_data(as_text=True)
+    assert src.asked == ["POST /api/v1/what-if"]
+    assert "Added price: $0.5260/hour" in html and "new <strong>g4dn.xlarge</strong>" in html
+    assert "&lt;script&gt;" in html and XSS not in html and "kind: Deployment</textarea>" in html
+
+
+def test_a_bad_or_too_large_manifest_is_said_on_the_page() -> None:
+    src = source()
+    client = create_app(dashboard_source=src).test_client()
+    bad = client.get("/what-if", query_string={"manifest": "kind: Service"})
+    assert bad.status_code == 200 and "manifest: cannot use" in bad.get_data(as_text=True)
+    big = client.get("/what-if", query_string={"manifest": "x" * 20_000}).get_data(as_text=True)
+    assert "karpy what-if --pod FILE" in big and "POST /api/v1/what-if" not in src.asked[1:]
+    assert client.post("/what-if").status_code == 405

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from flask import Blueprint, Response, abort, current_app, jsonify, render_template
+from flask import Blueprint, Response, abort, current_app, jsonify, render_template, request
 
 from webapp.blueprints.dashboard import read, status
 from webapp.dashboard.reader import ControllerError
@@ -21,6 +21,7 @@ from webapp.dashboard.reader import ControllerError
 bp = Blueprint("explain", __name__)
 
 EXPLAIN_TIMEOUT = 20.0  # seconds: an answer runs the scheduler a few times
+MAX_MANIFEST = 16 * 1024  # characters of a what-if manifest in the page's query string
 
 
 def ask(path: str) -> tuple[int, dict[str, Any]]:
@@ -87,3 +88,37 @@ def savings() -> str:
 @bp.get("/api/v1/savings")
 def savings_json() -> tuple[Response, int]:
     return _json("/api/v1/savings")
+
+
+@bp.get("/what-if")
+def what_if() -> str:
+    """A form (GET: the manifest travels in the query string) and, with a manifest, the
+    controller's what-if answer for it: what karpy would launch, changing nothing."""
+    manifest = request.args.get("manifest", "")
+    answer: dict[str, Any] | None = None
+    error = ""
+    if len(manifest) > MAX_MANIFEST:
+        error = f"the manifest is over {MAX_MANIFEST} characters: use karpy what-if --pod FILE"
+    elif manifest.strip():
+        code, data = _compute("/api/v1/what-if", manifest.encode())
+        if code == 200:
+            answer = data
+        else:
+            error = str(data.get("error") or f"HTTP {code}")
+    inputs = read()
+    return render_template("what_if.html", x=answer, manifest=manifest, error=error, status=status(inputs),
+                           nav="what-if")  # fmt: skip
+
+
+def _compute(path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    source = current_app.extensions["karpy_dashboard"]
+    computing = getattr(source, "compute", None)
+    if computing is None:
+        return 503, {"error": "this dashboard has no controller to ask"}
+    try:
+        code, data = computing(path, body, EXPLAIN_TIMEOUT)
+    except ControllerError as err:
+        return 503, {"error": str(err)}
+    if not isinstance(data, dict):
+        return 503, {"error": f"the controller answered {path} in an unexpected shape"}
+    return int(code), data

@@ -113,16 +113,20 @@ class ControllerAPI:
         raising: the explain pages show the controller's own "not found" or "bad request"."""
         return self._ask(path, timeout, keep_4xx=True)
 
-    def _ask(self, path: str, timeout: float, keep_4xx: bool) -> tuple[int, Any]:
+    def compute(self, path: str, body: bytes, timeout: float) -> tuple[int, Any]:
+        """POST `body` to a path that only computes (`/api/v1/what-if`), keeping a 4xx answer."""
+        return self._ask(path, timeout, keep_4xx=True, body=body)
+
+    def _ask(self, path: str, timeout: float, keep_4xx: bool, body: bytes | None = None) -> tuple[int, Any]:
         base = self.locate() if self.locate is not None else self.base_url
         if base != self.base_url:
             try:
-                return self._get(base, path, timeout, keep_4xx)
+                return self._get(base, path, timeout, keep_4xx, body)
             except ControllerError as err:
                 log.debug("asking the controller leader at %s: %s; asking %s", base, err, self.base_url)
                 if self.locate is not None:
                     self.locate.forget()
-        return self._get(self.base_url, path, timeout, keep_4xx)
+        return self._get(self.base_url, path, timeout, keep_4xx, body)
 
     def _headers(self) -> dict[str, str]:
         try:
@@ -132,12 +136,14 @@ class ControllerAPI:
             token = ""
         return {"Authorization": f"Bearer {token}"} if token else {}
 
-    def _get(self, base: str, path: str, timeout: float, keep_4xx: bool) -> tuple[int, Any]:
+    def _get(
+        self, base: str, path: str, timeout: float, keep_4xx: bool, sent: bytes | None = None
+    ) -> tuple[int, Any]:
         url = base.rstrip("/") + path
         try:
             resp = self._http.request(
-                "GET", url, headers=self._headers(), timeout=urllib3.Timeout(total=timeout), retries=False,
-                preload_content=False,
+                "GET" if sent is None else "POST", url, body=sent, headers=self._headers(),
+                timeout=urllib3.Timeout(total=timeout), retries=False, preload_content=False,
             )  # fmt: skip
             try:
                 if resp.status != 200 and not (keep_4xx and 400 <= resp.status < 500):

@@ -149,6 +149,13 @@ class DashboardSource:
             raise ControllerError("no controller URL is configured (--controller-url)")
         return self._api.answer(path, timeout)
 
+    def compute(self, path: str, body: bytes, timeout: float) -> tuple[int, Any]:
+        """A computation of the controller's (the what-if), not cached; ControllerError when it
+        cannot be asked."""
+        if self._api is None:
+            raise ControllerError("no controller URL is configured (--controller-url)")
+        return self._api.compute(path, body, timeout)
+
     def read(self) -> Inputs:
         self.start()
         snap = self.state.snapshot()

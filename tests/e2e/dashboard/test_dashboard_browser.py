@@ -8,6 +8,7 @@ captured as a screenshot (also to `$KARPY_SCREENSHOT` when set, for the README).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import urllib.error
@@ -183,6 +184,16 @@ def _run(env: KarpyEnv, dash: Dashboard, browser: Any, tmp_path: Path) -> None:
     assert page.locator("#saving-hour").inner_text().startswith(f"${saved['savingPerHour']:.4f}")
     for n in saved["opportunity"]["nodes"]:
         assert n["node"] in page.locator("#opportunity-nodes").inner_text()
+
+    # What if: a Deployment typed into the form gets the controller's answer, nothing applied.
+    page.click("nav a[href='/what-if']")
+    manifest = json.dumps(env.deployment_manifest("whatif", 1, cpu="500m", memory="512Mi"))
+    page.fill("#manifest", manifest)
+    page.click("form.whatif button")
+    page.wait_for_selector("#what-if-price")
+    assert "$" in page.locator("#what-if-price").inner_text()
+    assert "would go to" in page.locator("#what-if-destinations").inner_text().lower()
+    assert env.pods("whatif") == []
 
     # Hostile text is shown as text, never run.
     page.goto(dash.url + "/provisioners/hostile")

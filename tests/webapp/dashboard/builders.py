@@ -32,6 +32,11 @@ class FakeSource:
         state = state_of(self.objects, FakeClock(NOW))
         return Inputs(state.snapshot(), self.answers, self.history, self.problem)
 
+    def compute(self, path: str, body: bytes, timeout: float) -> tuple[int, Any]:
+        """The controller's what-if: `explained["POST " + path]`, else a 400 naming the body."""
+        self.asked.append(f"POST {path}")
+        return self.explained.get(f"POST {path}", (400, {"error": f"manifest: cannot use {body[:20]!r}"}))
+
     def ask(self, path: str, timeout: float) -> tuple[int, Any]:
         """The controller's explain answers: `explained[path]`, else a minimal answer for an object
         of `objects` (so every link of the pages leads somewhere), else 404."""

@@ -97,3 +97,19 @@ def test_ask_keeps_the_controllers_4xx_and_raises_when_it_cannot_be_asked() -> N
         srv.stop()
     with pytest.raises(ControllerError, match="no controller URL"):
         DashboardSource(None, None, FakeClock(), cluster_cost).ask("/api/v1/explain/nodes/n1", 5)
+
+
+def test_compute_posts_to_the_controller_and_keeps_its_4xx() -> None:
+    def what_if(text: str) -> tuple[int, object]:
+        return (200, {"pods": [text]}) if text.startswith("kind: Pod") else (400, {"error": "manifest: bad"})
+
+    srv = ControllerHTTPServer(
+        "127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"synced": True}, posts={"/api/v1/what-if": what_if}
+    )
+    srv.start()
+    try:
+        source = DashboardSource(None, ControllerAPI(f"http://127.0.0.1:{srv.port}"), FakeClock(), cluster_cost)
+        assert source.compute("/api/v1/what-if", b"kind: Pod", 5) == (200, {"pods": ["kind: Pod"]})
+        assert source.compute("/api/v1/what-if", b"kind: Service", 5) == (400, {"error": "manifest: bad"})
+    finally:
+        srv.stop()
