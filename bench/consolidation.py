@@ -101,12 +101,18 @@ def main() -> None:
     print(f"  eligible {decision.eligible.get('consolidation', 0)}, covered {decision.covered}")
 
     print("the same fleet: a whole single-node sweep, pass after pass")
+    sweep(snap, args.budget, args.sweep_seconds)
+
+
+def sweep(snap: Snapshot, budget: float, limit: float) -> None:
+    """Single-node consolidation pass after pass until every candidate was examined (or `limit`
+    seconds): a command found counts as refused, the sweep goes on after it."""
     progress, swept, found = Progress(), 0, 0
     times: list[float] = []
     eligible = 0
-    while sum(times) < args.sweep_seconds:
+    while sum(times) < limit:
         started = time.monotonic()
-        inputs = Inputs.of(snap, {"default": catalog()}, budget=Deadline(started + args.budget), progress=progress)
+        inputs = Inputs.of(snap, {"default": catalog()}, budget=Deadline(started + budget), progress=progress)
         proposal = SingleNodeConsolidation().compute(inputs, schedule)
         times.append(time.monotonic() - started)
         swept += proposal.covered
@@ -125,7 +131,7 @@ def main() -> None:
     )
     if swept < eligible:
         rate = swept / total
-        print(f"  stopped after {args.sweep_seconds:.0f} s; a whole sweep at that rate: {eligible / rate:.0f} s")
+        print(f"  stopped after {limit:.0f} s; a whole sweep at that rate: {eligible / rate:.0f} s")
 
 
 if __name__ == "__main__":

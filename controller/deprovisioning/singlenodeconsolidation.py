@@ -9,7 +9,9 @@ Anytime (issue 21; `types.py`): no candidate cap and no timeout that drops the r
 pass's budget is spent it stops after the candidate it was simulating and says so
 (`Progress.single_after`); the next pass goes on with the candidates after it, and when a sweep
 reaches the end the next one starts from the first: every candidate is examined however large the
-cluster (in the order of the pass that examines it).
+cluster (in the order of the pass that examines it). A candidate that cannot go by requests alone
+(`room.py`: a pod fits on no other node and no cheaper type holds such pods) is told so without
+a simulation.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates
 from controller.deprovisioning.events import unconsolidatable
+from controller.deprovisioning.room import Room
 from controller.deprovisioning.types import (
     CONSOLIDATION,
     SINGLE_NODE_CONSOLIDATION,
@@ -41,7 +44,12 @@ class SingleNodeConsolidation:
             return Proposal()
         cands, events = consolidation_candidates(inputs)
         order = resumed(cands, inputs.progress.single_after)
+        room = Room.of(inputs) if order else None
         for n, cand in enumerate(order, 1):
+            why = room.why_not(cand) if room is not None else None
+            if why is not None:  # cannot go by requests alone: no simulation needed (`room.py`)
+                events.append(unconsolidatable(cand.name, why))
+                continue
             result = compute_consolidation(inputs, [cand], scheduler)
             if result.command is not None:
                 return Proposal(result.command, tuple(events), len(cands), covered=n)

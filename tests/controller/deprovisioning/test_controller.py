@@ -405,9 +405,9 @@ def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_publi
     `last_pass` (the dashboard's overview)."""
     world = World(consolidation_budget_seconds=0.0)
     consolidating(world)
-    for i in range(3):  # three full mediums: nothing to consolidate, three candidates to go through
+    for i in range(3):  # pods pinned to their hosts: nothing to consolidate, three candidates to simulate
         world.node(f"n{i}")
-        world.pod(f"p{i}", f"n{i}", cpu="3")
+        world.pod(f"p{i}", f"n{i}", cpu="1", nodeSelector={L.HOSTNAME: f"n{i}"})
     world.reconcile()
     first = world.controller.last_pass
     assert first["complete"] is False and first["stoppedIn"] == "singlenodeconsolidation"

@@ -9,6 +9,7 @@ from controller.core import labels as L
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings, Inputs
 from controller.scheduling.scheduler import schedule
+from controller.state.snapshot import PodView
 from tests.builders.deprovisioning import LARGE, MEDIUM, at, later, make_inputs, make_node, make_pod, make_provisioner
 
 SETTINGS = DeprovisioningSettings()
@@ -111,6 +112,14 @@ def test_nothing_to_do_is_idle() -> None:
     assert decision.idle and decision.execute is None
 
 
+def pinned(name: str, node: str) -> PodView:
+    """A 1-cpu pod pinned to its node's host: room elsewhere, but only the simulation can tell it
+    may not move."""
+    pod = make_pod(name)
+    assert pod.request is not None
+    return dataclasses.replace(pod, request=dataclasses.replace(pod.request, node_selector={L.HOSTNAME: node}))
+
+
 @dataclass(frozen=True)
 class Spent:
     def spent(self) -> bool:
@@ -121,7 +130,7 @@ def test_a_pass_stopped_on_its_budget_is_not_idle_and_says_where_to_continue() -
     """Issue 21: an incomplete pass must not set the consolidated flag (the rest of the candidates
     would never be looked at); the next pass gets its progress back and goes on."""
     on_demand = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
-    nodes = [make_node(f"full{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=3)], created=at(i)) for i in range(3)]
+    nodes = [make_node(f"n{i}", MEDIUM, pods=[pinned(f"p{i}", f"n{i}")], created=at(i)) for i in range(3)]
     inputs = dataclasses.replace(make_inputs(nodes, on_demand), budget=Spent())
     first = _pass(inputs)
     assert first.incomplete and not first.idle and first.method == "singlenodeconsolidation"

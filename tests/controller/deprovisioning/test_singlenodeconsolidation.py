@@ -9,6 +9,7 @@ from controller.core import labels as L
 from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
 from controller.deprovisioning.types import Progress
 from controller.scheduling.scheduler import schedule
+from controller.state.snapshot import PodView
 from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
@@ -37,9 +38,21 @@ def test_single_node_reports_why_a_node_stays() -> None:
     nodes = [make_node("n1", MEDIUM, pods=[make_pod("a", cpu=3)])]
     out = SingleNodeConsolidation().compute(make_inputs(nodes, ON_DEMAND), schedule)
     assert out.command is None
-    assert [(e.node, e.reason, e.message) for e in out.events] == [
-        ("n1", "Unconsolidatable", "can't replace with a cheaper node")
-    ]
+    # by requests alone (`room.py`): no other node, and no cheaper on-demand type holds 3 cpu
+    assert [(e.node, e.reason) for e in out.events] == [("n1", "Unconsolidatable")]
+    assert out.events[0].message == (
+        "pod default/a fits on no other node and no instance type cheaper than $0.2/h holds the 1 pod(s) that would"
+        " need a new node"
+    )
+
+
+def pinned(name: str, node: str, cpu: float) -> PodView:
+    """A pod whose node selector names its node's host: it fits elsewhere by requests, but may
+    not move (only the simulation can tell)."""
+    pod = make_pod(name, cpu=cpu)
+    assert pod.request is not None
+    request = dataclasses.replace(pod.request, node_selector={L.HOSTNAME: node})
+    return dataclasses.replace(pod, request=request)
 
 
 def test_do_not_evict_pod_keeps_its_node_from_consolidation() -> None:
@@ -59,11 +72,11 @@ class Spent:
 def test_a_sweep_over_budget_limited_passes_examines_every_candidate_once_then_finds_the_command() -> None:
     """Issue 21: no timeout drops the candidates after it — each pass continues after the last
     candidate the previous one examined, so a small budget still covers every node."""
-    # five full mediums stay (nowhere to go, nothing cheaper); the large one's 5.5 cpu fit a
+    # five mediums stay (their pods are pinned to their hosts); the large one's 5.5 cpu fit a
     # cheaper 6-cpu type — it is the last candidate of the order
     types = [SMALL, MEDIUM, LARGE, instance_type("six", 6, price=0.25)]
     provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=types)]
-    full = [make_node(f"full{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=3)], created=at(i)) for i in range(5)]
+    full = [make_node(f"full{i}", MEDIUM, pods=[pinned(f"p{i}", f"full{i}", 1)], created=at(i)) for i in range(5)]
     big = make_node("big", LARGE, pods=[make_pod("wide", cpu=5.5)], created=at(9))
     base = make_inputs([*full, big], provisioners)
     unlimited = SingleNodeConsolidation().compute(base, schedule)
