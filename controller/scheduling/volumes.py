@@ -2,9 +2,9 @@
 
 Pure. `pod_volumes(pod, objects)` reads a pod's PersistentVolumeClaims (`PodRequest.claims`;
 generic ephemeral volumes through the claim `<pod>-<volume>` they create) against the claims,
-volumes and storage classes of `volumeobjects.VolumeObjects`, the way kube-scheduler's
-VolumeBinding, VolumeZone and NodeVolumeLimits plugins judge a node (Karpenter's
-`volumetopology.go` and `volumeusage.go` go part of the way):
+volumes and storage classes of `types.VolumeObjects` (read by `volumeobjects.py`), the way
+kube-scheduler's VolumeBinding, VolumeZone and NodeVolumeLimits plugins judge a node
+(Karpenter's `volumetopology.go` and `volumeusage.go` go part of the way):
 
 - a bound claim: its PersistentVolume's `spec.nodeAffinity` (every term shape, terms ORed);
 - an unbound claim of a WaitForFirstConsumer class: the nodes where kube-scheduler could bind it
@@ -231,12 +231,24 @@ class Prepared:
 
 
 def node_usage(pods: Iterable[PodRequest], objects: VolumeObjects) -> dict[str, set[str]]:
-    """Distinct claims per driver over pods (Karpenter's volumeusage)."""
+    """Distinct claims per driver over the pods of a node (Karpenter's volumeusage): the driver of
+    each claim's volume, or of its class while it has none — counted even where the claim is in a
+    state that keeps a pending pod waiting (being deleted, lost), since it is still attached."""
     out: dict[str, set[str]] = {}
     for pod in pods:
-        if pod.claims:
-            for driver, keys in pod_volumes(pod, objects).usage.items():
-                out.setdefault(driver, set()).update(keys)
+        for ref in pod.claims:
+            key = claim_key(pod, ref.name)
+            claim = objects.claims.get(key)
+            if claim is None:
+                continue
+            volume = objects.volumes.get(claim.volume_name) if claim.volume_name else None
+            if volume is not None:
+                driver = volume.driver
+            else:
+                cls = objects.classes.get(claim.class_name if claim.class_name is not None else objects.default_class())
+                driver = cls.driver if cls is not None else ""
+            if driver:
+                out.setdefault(driver, set()).add(key)
     return out
 
 

@@ -270,3 +270,14 @@ def test_a_volume_naming_an_alias_waits_for_the_node_to_carry_it() -> None:
     labels = {ZONE: "test-zone-c", HOSTNAME: "n1"}
     assert "no label topology.ebs.csi.aws.com/zone" in bind_refusal(db(), "n1", labels, [], vols)
     assert bind_refusal(db(), "n1", {**labels, "topology.ebs.csi.aws.com/zone": "test-zone-c"}, [], vols) == ""
+
+
+def test_a_claim_being_deleted_still_takes_its_attachment() -> None:
+    vols = objects(
+        [claim("old", volume="pv-old", deleting=True), claim("new", volume="pv-new")],
+        [volume("pv-old", claim_ref=("default", "old")), volume("pv-new", claim_ref=("default", "new"))],
+        [storage_class()],
+        [csinode("n1", 1)],
+    )
+    node = make_node("n1", bound=[with_claims(make_pod("running", node_name="n1"), "old")])
+    assert node_of(run([db("db-0", "new")], nodes=[node], volumes=vols), "db-0") != "n1"
