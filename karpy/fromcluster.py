@@ -1,7 +1,8 @@
 """`karpy simulate --from-cluster`: read a live cluster (or a saved dump), print what karpy would do.
 
 The reading is here (the product layer: a kubeconfig, only get/list calls, or a file from
-`kubectl get nodes,pods,daemonsets,pdb,provisioners,awsnodetemplates -A -o json`); the plan is
+`kubectl get nodes,pods,daemonsets,pdb,provisioners,awsnodetemplates,pvc,pv,storageclasses,csinodes
+-A -o json` — the volume kinds tell where pods with claims may run); the plan is
 `controller/explain/cluster.py`, the controller's own decisions on plain objects. A kind the
 cluster does not serve (no Provisioner CRD: a cluster karpy does not manage) reads as empty.
 Exit codes: 0 planned, 1 the cluster could not be read, 2 bad input.

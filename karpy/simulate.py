@@ -125,8 +125,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument("--kubeconfig", help="with --from-cluster: the cluster to read")
     sim.add_argument(
         "--dump",
-        help="with --from-cluster: a saved `kubectl get nodes,pods,daemonsets,pdb,provisioners,awsnodetemplates "
-        "-A -o json`",
+        help="with --from-cluster: a saved `kubectl get nodes,pods,daemonsets,pdb,provisioners,awsnodetemplates,"
+        "pvc,pv,storageclasses,csinodes -A -o json`",
     )
     sim.add_argument("--nodes", help="YAML with existing Nodes")
     sim.add_argument("--catalog", help="instance types in the `karpy catalog --output json` format")
