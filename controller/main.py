@@ -43,6 +43,7 @@ from controller.kube.client import Kube, KubeClient
 from controller.leaderelection import LeaderElector
 from controller.leaderguard import LeaderOnlyCloud, LeaderOnlyKube
 from controller.metrics import RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
+from controller.nodetemplatestatus import NodeTemplateStatusController
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.provisioning.counter import CounterController
 from controller.provisioning.initialization import InitializationController
@@ -318,6 +319,7 @@ def _aws_jobs(
         owns=cloud.has_seen,  # type: ignore[attr-defined]
     )
     jobs += [Job(interruption, 1.0, needs_cloud=True), Job(Replacements(interruption), 1.0, needs_cloud=True)]
+    jobs.append(Job(NodeTemplateStatusController(state, kube, cloud), 10.0, needs_cloud=True))  # type: ignore[arg-type]
     return jobs, queue
 
 

@@ -44,7 +44,7 @@ from controller.cloudprovider.aws.instancetypes import GPU_RESOURCES, NEURON, in
 from controller.cloudprovider.aws.launchtemplates import UNUSED_SECONDS, LaunchTemplates, launch_template_data
 from controller.cloudprovider.aws.overhead import VM_MEMORY_OVERHEAD_PERCENT
 from controller.cloudprovider.aws.pricing import Prices
-from controller.cloudprovider.aws.resolver import Resolver, ami_for
+from controller.cloudprovider.aws.resolver import ResolutionError, Resolver, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.aws.userdata import Bootstrap, node_labels, user_data
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings
@@ -163,6 +163,41 @@ class AWSCloudProvider:
             self._foreign.clear()
         self.resolver.kubernetes_version = settings.kubernetes_version
         self.launch_templates.reconfigure(settings.cluster_name, settings.ownership_tag, settings.launch_template_ttl)
+
+    def template_status(self, template: AWSNodeTemplate) -> dict[str, Any]:
+        """What the node template resolves to now, as Karpenter v0.31 writes it in the
+        AWSNodeTemplate's status (`subnets` with zones, `securityGroups`, `amis` with their
+        requirements), plus `problems`: why a node of it could not launch or join (nothing
+        selected, or no instance profile). Raises `CloudProviderError` when EC2 cannot be asked."""
+        out: dict[str, Any] = {"subnets": [], "securityGroups": [], "amis": [], "problems": []}
+        try:
+            out["subnets"] = [
+                {"id": s.id, "zone": s.zone} for s in sorted(self.resolver.subnets(template), key=lambda s: s.id)
+            ]
+        except ResolutionError as err:
+            out["problems"].append(str(err))
+        if not template.launch_template:
+            try:
+                groups = self.resolver.security_groups(template)
+                out["securityGroups"] = [{"id": g} for g in groups]
+                if not groups:
+                    out["problems"].append(f"no security groups matched selector {template.security_group_selector}")
+            except ResolutionError as err:
+                out["problems"].append(str(err))
+            try:
+                out["amis"] = [
+                    {"id": a.id, "name": a.name,
+                     "requirements": [{"key": L.ARCH, "operator": "In", "values": [a.arch]}]}
+                    for a in sorted(self.resolver.amis(template), key=lambda a: (a.arch, a.id))
+                ]  # fmt: skip
+            except ResolutionError as err:
+                out["problems"].append(str(err))
+            if not (template.instance_profile or self.settings.default_instance_profile):
+                out["problems"].append(
+                    "no instance profile: set spec.instanceProfile or aws.defaultInstanceProfile "
+                    "(a node without one never joins the cluster)"
+                )
+        return out
 
     def describe_cluster(self, cluster_name: str) -> tuple[str, str]:
         """(endpoint, base64 CA) from EKS `DescribeCluster`, as Karpenter v0.31 finds the cluster

@@ -243,6 +243,7 @@ def test_karpenter_global_settings_change_a_running_controller(
     """A Karpenter v0.31 user's ConfigMap drives the cluster name, tags, batch windows and the
     interruption queue; a change reaches the running controller; an invalid version is refused
     with an event and the last good settings stay."""
+    account, _ = aws
     sqs = moto_server.client("sqs")
     queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
     put_settings(karpy, {
@@ -292,3 +293,15 @@ def test_karpenter_global_settings_change_a_running_controller(
     problem = until(lambda: ctrl.status().get("settingsProblem"), 30, "the problem in the controller's status")
     assert "batchMaxDuration: invalid duration 'soon'" in problem
     assert "cluster_name='cm-c'" not in log.read_text()
+
+    # the AWSNodeTemplate's status: what it resolves to, and why it is not Ready (no instance profile)
+    def template_status() -> dict[str, Any]:
+        return dict(karpy.kube.get(AWSNODETEMPLATES, "default").get("status") or {})
+
+    status = until(lambda: template_status().get("subnets") and template_status(), 30, "the template's status")
+    assert {s["zone"] for s in status["subnets"]} == set(account.subnets)
+    (ready,) = status["conditions"]
+    assert ready["status"] == "False" and "no instance profile" in ready["message"]
+    table = karpy.cluster.kubectl("get", "awsnodetemplates", "default", "-o", "wide").stdout
+    assert "READY" in table and "ZONES" in table and "False" in table
+    assert any(zone in table for zone in account.subnets)  # kubectl shows the first subnet's zone

@@ -282,3 +282,20 @@ def test_drift_of_ami_subnet_and_security_groups(moto_server: MotoServer) -> Non
     env.provider.delete(inst.provider_id)
     with pytest.raises(NodeNotFoundError):
         env.provider.is_drifted(inst.provider_id, m5, template)
+
+
+def test_template_status_names_what_it_resolves_to_and_what_is_missing(moto_server: MotoServer) -> None:
+    env = make_provider(moto_server)
+    status = env.provider.template_status(make_template())
+    assert sorted(s["id"] for s in status["subnets"]) == sorted(env.account.subnets.values())
+    assert {s["zone"] for s in status["subnets"]} == {"us-east-1a", "us-east-1b"}
+    assert status["securityGroups"] == [{"id": env.account.security_group}]
+    assert {a["id"] for a in status["amis"]} == {env.account.amd64_ami, env.account.arm64_ami}
+    assert status["problems"] == [
+        "no instance profile: set spec.instanceProfile or aws.defaultInstanceProfile "
+        "(a node without one never joins the cluster)"
+    ]
+    with_profile = env.provider.template_status(make_template(instanceProfile="nodes"))
+    assert with_profile["problems"] == []
+    nothing = env.provider.template_status(make_template(subnetSelector={"no": "match"}, instanceProfile="nodes"))
+    assert nothing["subnets"] == [] and "no subnets matched" in nothing["problems"][0]
