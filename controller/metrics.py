@@ -8,7 +8,15 @@ exactly what existing dashboards query. Controller-specific metrics live in each
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram, Summary
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 # controller-runtime's bucket list (seconds), used by Karpenter's duration histograms.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
@@ -21,10 +29,84 @@ NODES_CREATED = Gauge(
 NODES_TERMINATED = Gauge(
     "karpenter_nodes_terminated", "Number of nodes terminated in total by Karpenter.", ["reason", "provisioner"]
 )
-NODES_TERMINATION_TIME = Summary(
+# Karpenter's summaries' objectives (Go client: quantile → allowed error), over the last 10 minutes.
+OBJECTIVES = (0.0, 0.5, 0.9, 0.99, 1.0)
+SUMMARY_MAX_AGE = 600.0
+SUMMARY_MAX_SAMPLES = 10_000
+
+
+class _Window:
+    def __init__(self, owner: QuantileSummary) -> None:
+        self._owner = owner
+        self.samples: deque[tuple[float, float]] = deque(maxlen=SUMMARY_MAX_SAMPLES)  # (time, value)
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        with self._owner.lock:
+            self.samples.append((self._owner.now(), value))
+            self.count += 1
+            self.sum += value
+
+
+class QuantileSummary(Collector):
+    """A summary with quantiles, as Karpenter's Go summaries export them (`name{quantile="0.5"}`,
+    `_sum`, `_count`): prometheus_client's `Summary` has no quantiles, and Karpenter's dashboards
+    query `{quantile="0.5"}` and friends. Quantiles are exact over the observations of the last
+    `SUMMARY_MAX_AGE` seconds (at most `SUMMARY_MAX_SAMPLES` of them); an empty window gives NaN,
+    as the Go client does. `labels(...)` then `observe(value)`, like prometheus_client's."""
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: Sequence[str] = (), now: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.name, self.documentation, self.labelnames = name, documentation, tuple(labelnames)
+        self.now = now
+        self.lock = threading.Lock()
+        self._children: dict[tuple[str, ...], _Window] = {}
+        REGISTRY.register(self)
+
+    def labels(self, *values: str, **named: str) -> _Window:
+        key = tuple(str(v) for v in values) or tuple(str(named[n]) for n in self.labelnames)
+        with self.lock:
+            child = self._children.get(key)
+            if child is None:
+                child = self._children[key] = _Window(self)
+            return child
+
+    def observe(self, value: float) -> None:
+        self.labels().observe(value)
+
+    def describe(self) -> Iterator[Metric]:
+        yield Metric(self.name, self.documentation, "summary")
+
+    def collect(self) -> Iterator[Metric]:
+        metric = Metric(self.name, self.documentation, "summary")
+        cutoff = self.now() - SUMMARY_MAX_AGE
+        with self.lock:
+            for key, child in self._children.items():
+                while child.samples and child.samples[0][0] < cutoff:
+                    child.samples.popleft()
+                values = sorted(v for _, v in child.samples)
+                labels = dict(zip(self.labelnames, key, strict=True))
+                for q in OBJECTIVES:
+                    value = values[max(0, math.ceil(q * len(values)) - 1)] if values else float("nan")  # nearest rank
+                    metric.add_sample(self.name, {**labels, "quantile": _format(q)}, value)
+                metric.add_sample(self.name + "_sum", labels, child.sum)
+                metric.add_sample(self.name + "_count", labels, float(child.count))
+        yield metric
+
+
+def _format(q: float) -> str:
+    return "0" if q == 0 else "1" if q == 1 else str(q)
+
+
+NODES_TERMINATION_TIME = QuantileSummary(
     "karpenter_nodes_termination_time_seconds",
     "The time taken between a node's deletion request and the removal of its finalizer",
     ["provisioner"],
+)
+PODS_STARTUP_TIME = QuantileSummary(
+    "karpenter_pods_startup_time_seconds", "The time from pod creation until the pod is running."
 )
 CLOUDPROVIDER_DURATION = Histogram(
     "karpenter_cloudprovider_duration_seconds",

@@ -42,6 +42,7 @@ def test_build_wires_one_job_per_controller() -> None:
         "provisioning",
         "counter",
         "node.initialization",
+        "metrics.pods",
         "node.termination",
         "garbagecollection",
         "deprovisioning",

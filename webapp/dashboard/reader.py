@@ -136,9 +136,7 @@ class ControllerAPI:
             token = ""
         return {"Authorization": f"Bearer {token}"} if token else {}
 
-    def _get(
-        self, base: str, path: str, timeout: float, keep_4xx: bool, sent: bytes | None = None
-    ) -> tuple[int, Any]:
+    def _get(self, base: str, path: str, timeout: float, keep_4xx: bool, sent: bytes | None = None) -> tuple[int, Any]:
         url = base.rstrip("/") + path
         try:
             resp = self._http.request(

@@ -1,0 +1,76 @@
+"""Karpenter's Grafana dashboards work on karpy's `/metrics` (issue 19, part 8).
+
+Every metric Karpenter v0.31's published capacity and performance dashboards query, with every
+label the queries select or group by, is read out of the dashboards' own PromQL
+(`tests/data/karpenter-v0.31-dashboard-queries.json`, taken from aws/karpenter-provider-aws at
+v0.31.5) and looked for on a live controller's `/metrics` after it has launched, run and removed
+nodes (a provisioner with limits, a DaemonSet, a Deployment scaled up then to zero).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.env import FAST, KarpyEnv
+from tests.support.poll import until
+from tests.support.promql import needs
+
+pytestmark = pytest.mark.e2e
+
+QUERIES = Path(__file__).resolve().parents[2] / "data" / "karpenter-v0.31-dashboard-queries.json"
+
+
+def dashboard_needs() -> dict[str, set[str]]:
+    data = json.loads(QUERIES.read_text())
+    out: dict[str, set[str]] = {}
+    for dashboard in data["dashboards"].values():
+        for query in dashboard["queries"]:
+            for name, labels in needs(query, dashboard["customVariables"]).items():
+                out.setdefault(name, set()).update(labels)
+    return out
+
+
+def missing(text: str, wanted: dict[str, set[str]]) -> list[str]:
+    """The (metric, labels) the dashboards need that no sample of `text` has."""
+    samples: dict[str, list[set[str]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(family.name, []).append(set(sample.labels))
+    out = []
+    for name, labels in sorted(wanted.items()):
+        if not any(labels <= have for have in samples.get(name, [])):
+            out.append(f"{name}{sorted(labels)} (present: {sorted(map(sorted, samples.get(name, [])))[:2]})")
+    return out
+
+
+def test_every_metric_and_label_of_karpenters_dashboards_is_on_metrics(karpy: KarpyEnv) -> None:
+    wanted = dashboard_needs()
+    assert len(wanted) >= 12  # the dashboards were read (capacity + performance)
+    assert len(missing("", wanted)) == len(wanted)  # the check can fail
+    karpy.provisioner(ttlSecondsAfterEmpty=2, limits={"resources": {"cpu": "100", "memory": "400Gi"}})
+    karpy.apply({
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": karpy.namespace},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {
+            "metadata": {"labels": {"app": "agent"}},
+            "spec": {"tolerations": [{"operator": "Exists"}], "containers": [{
+                "name": "agent", "image": "agent", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}},
+    })  # fmt: skip
+    ctrl = karpy.start("replica-a", *FAST)
+    karpy.deployment("web", 3, cpu="500m", memory="256Mi")
+    until(lambda: len(karpy.running("web")) == 3, 60, "3 pods Running")
+    until(lambda: karpy.running("agent"), 60, "the DaemonSet's pod on the new node")
+    running = str(ctrl.get("/metrics"))
+    karpy.scale("web", 0)
+    until(lambda: not karpy.nodes(), 90, "the empty node removed")
+    done = until(lambda: "karpenter_nodes_termination_time_seconds_count" in (t := str(ctrl.get("/metrics"))) and t,
+                 30, "the termination observed")  # fmt: skip
+    # nodes and pods exist only while they run; terminations, actions and counts only after
+    assert missing(running + "\n" + done, wanted) == []
+    # the summaries carry Karpenter's quantiles, the counters their exact names
+    assert 'karpenter_pods_startup_time_seconds{quantile="0.5"}' in done
+    assert 'karpenter_nodes_termination_time_seconds{provisioner="default",quantile="0.99"}' in done
+    assert "karpenter_nodes_created{" in done and "karpenter_nodes_created_total" not in done
