@@ -63,7 +63,9 @@ class Underway:
     executing: Command | None = None
 
 
-def _not_candidate_reason(node: NodeView, inputs: Inputs) -> str:
+def not_candidate_reason(node: NodeView, inputs: Inputs) -> str:
+    """Why `node` is not a disruption candidate at all (`candidates.new_candidate` said None);
+    also `karpy explain node`'s `not-candidate` blocker."""
     labels = node.labels
     prov_name = labels.get(L.PROVISIONER_NAME, "")
     if prov_name not in inputs.provisioners:
@@ -95,7 +97,7 @@ def node_outlook(node: NodeView, inputs: Inputs, underway: Underway, unconsolida
         return Outlook(DELETING, "marked for deletion")
     cand = new_candidate(node, inputs)
     if cand is None:
-        return Outlook(NOT_CANDIDATE, _not_candidate_reason(node, inputs))
+        return Outlook(NOT_CANDIDATE, not_candidate_reason(node, inputs))
     expires = expiration_time(cand)
     found = _disruption(cand, inputs, underway, unconsolidatable)
     return Outlook(found.verdict, found.reason, format_timestamp(expires) if expires is not None else "", found.drift)

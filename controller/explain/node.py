@@ -20,7 +20,7 @@ from typing import Any
 from controller.core import labels as L
 from controller.deprovisioning.candidates import new_candidate
 from controller.deprovisioning.consolidation import compute_consolidation, consolidation_blocker
-from controller.deprovisioning.outlook import _not_candidate_reason
+from controller.deprovisioning.outlook import not_candidate_reason
 from controller.deprovisioning.simulation import simulate
 from controller.deprovisioning.types import Inputs, Scheduler
 from controller.scheduling.types import NewNode, Reason
@@ -174,7 +174,7 @@ def explain_node(inputs: Inputs, name: str, scheduler: Scheduler) -> NodeExplana
         return replace(base, blockers=(Blocker(DELETING, "the node is already being deleted"),))
     cand = new_candidate(node, inputs)
     if cand is None:
-        blockers = [Blocker(NOT_CANDIDATE, _not_candidate_reason(node, inputs))]
+        blockers = [Blocker(NOT_CANDIDATE, not_candidate_reason(node, inputs))]
         return replace(base, blockers=tuple(blockers + eviction_blockers(node, inputs)))
     blockers = eviction_blockers(node, inputs) + _consolidation_blockers(node, inputs)
     sim = simulate(inputs, [cand], scheduler)
