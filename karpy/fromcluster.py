@@ -19,13 +19,15 @@ from typing import Any
 
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.explain.cluster import plan_cluster
-from controller.kube.errors import KubeError, NotFoundError
-from controller.kube.resources import WATCHED
+from controller.kube.client import Kube
+from controller.kube.errors import KubeError, NotFoundError, TooManyRequestsError
+from controller.kube.resources import WATCHED, Kind
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import InstanceType
 from controller.simulate.inputs import InputError, parse_documents, read_catalog
 
 EXIT_UNREADABLE = 1
+BUSY_RETRIES = 20  # a 429 (e.g. a CRD's storage still initializing) is retried, 0.5 s apart
 EXIT_INPUT = 2
 KIND_NAMES = {
     "Pod": "pods", "Node": "nodes", "Provisioner": "provisioners", "AWSNodeTemplate": "awsnodetemplates",
@@ -73,7 +75,7 @@ def read_cluster(kubeconfig: str | None) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in WATCHED:
         try:
-            out[kind.name] = kube.list(kind).items
+            out[kind.name] = _list(kube, kind)
         except NotFoundError:  # the cluster does not serve this kind (e.g. no Provisioner CRD)
             out[kind.name] = []
         except KubeError as err:
@@ -81,6 +83,15 @@ def read_cluster(kubeconfig: str | None) -> dict[str, list[dict[str, Any]]]:
         except OSError as err:
             raise ReadError(f"cannot reach the cluster: {err}", EXIT_UNREADABLE) from None
     return out
+
+
+def _list(kube: Kube, kind: Kind) -> list[dict[str, Any]]:
+    for _ in range(BUSY_RETRIES):
+        try:
+            return kube.list(kind).items
+        except TooManyRequestsError:
+            time.sleep(0.5)
+    return kube.list(kind).items
 
 
 def plan_text(plan: Mapping[str, Any]) -> str:
