@@ -19,7 +19,7 @@ from tests.webapp.dashboard.builders import FakeSource, answers
 from webapp import create_app
 from webapp.dashboard.common import cluster_cost
 from webapp.dashboard.reader import ReadOnlyKube
-from webapp.dashboard.source import DashboardSource
+from webapp.dashboard.source import ControllerAnswers, DashboardSource
 
 XSS = "<script>alert(1)</script>"
 PAGES = ["/", "/nodes", "/nodes/n1", "/provisioners", "/provisioners/default", "/pods/pending", "/decisions"]
@@ -298,3 +298,16 @@ def test_details_answer_503_not_404_while_the_cluster_cannot_be_read(tmp_path: P
 def test_a_missing_object_of_a_synced_cluster_is_404(client: FlaskClient) -> None:
     for path in ("/nodes/nope", "/provisioners/nope", "/api/v1/nodes/nope", "/api/v1/provisioners/nope"):
         assert client.get(path).status_code == 404, path
+
+
+def test_a_drifted_node_says_why_on_its_pages() -> None:
+    drift = {"reason": "AMIDrift", "message": "AMI ami-0a is no longer selected by AWSNodeTemplate nodes (now ami-0b)"}
+    outlook = {"verdict": "drifted", "reason": f"drifted: {drift['message']}: it will be replaced", "drift": drift}
+    source = FakeSource({"nodes": [make_node("n1")], "provisioners": [make_provisioner("default")]})
+    source.answers = ControllerAnswers("", {"n1": {"outlook": outlook}}, {}, ())
+    client = create_app(dashboard_source=source).test_client()
+    page = client.get("/nodes/n1").get_data(as_text=True)
+    assert '<p id="drift">Drift: <code>AMIDrift</code> — AMI ami-0a is no longer selected' in page
+    listing = client.get("/nodes").get_data(as_text=True)
+    assert "v-drifted" in listing and "drifted: AMI ami-0a is no longer selected by AWSNodeTemplate nodes" in listing
+    assert client.get("/api/v1/nodes/n1").get_json()["data"]["outlook"]["drift"] == drift
