@@ -193,7 +193,12 @@ class NodeView:
         )  # fmt: skip
 
     def state_node(self) -> StateNode:
-        """The scheduler's view; pods that are terminal or deleting do not take room."""
+        """The scheduler's view; pods that are terminal or deleting do not take room. Built once
+        per view (a view is immutable): a pass's simulations read every node again and again."""
+        return self._state_node
+
+    @cached_property
+    def _state_node(self) -> StateNode:
         pods = tuple(p.request for p in self.pods if p.request is not None and not p.terminal and not p.deleting)
         return StateNode(
             name=self.name,
