@@ -1,8 +1,10 @@
 """What every deprovisioning module shares (Karpenter's `deprovisioning/types.go`).
 
 Pure data. A pass reads `Inputs`: cluster state's `Snapshot` — the same views every controller
-reads, no second model — with the instance types each valid Provisioner may launch and the
-consolidated flag. A `Candidate` wraps a `NodeView` that may be disrupted; a method (a
+reads, no second model — with the instance types each valid Provisioner may launch, the
+consolidated flag, and what drift reads beyond state (`DriftInputs`: the switch, the templates by
+reference, the cloud's answers; `Inputs.stamps`: each Provisioner's drift hashes now, once per
+pass). A `Candidate` wraps a `NodeView` that may be disrupted; a method (a
 `Deprovisioner`) answers a `Proposal` holding at most one `Command`; `Annotate` and `Event` are
 what a pass asks the acting layer to write. Times are epoch seconds from the injected clock, as
 everywhere else. The method names (the `deprovisioner` metric label and the evaluation
