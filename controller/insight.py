@@ -61,6 +61,7 @@ class Insight:
         self._outlooks = outlooks
         self._health = health
         self._consolidation = consolidation
+        self.settings_problem: Callable[[], str] = lambda: ""  # karpenter-global-settings refused (settingswatch)
         self._lock = threading.Lock()
         self._prices: dict[PriceKey, float] = {}
         self._prices_at = float("-inf")
@@ -105,7 +106,7 @@ class Insight:
         consolidation = dict(self._consolidation()) if self._consolidation is not None else {}
         return {
             "synced": snap.synced, "time": format_timestamp(snap.now), "cloud": cloud, "nodes": out,
-            "consolidation": consolidation,
+            "consolidation": consolidation, "settingsProblem": self.settings_problem(),
         }  # fmt: skip
 
     def pending(self) -> dict[str, Any]:

@@ -245,6 +245,7 @@ def build(
         settings, raw_kube, recorder, clock, cloud, provisioning, queue, deprovisioning=deprovisioning
     )
     watch.reconcile()  # karpenter-global-settings before any other job acts
+    insight.settings_problem = lambda: watch.problem  # the dashboard's banner
     jobs.insert(0, Job(watch, SETTINGS_SECONDS))
     return App(
         settings, clock, kube, cloud, state, decisions, recorder, provisioning, insight, explainer, savings, jobs,

@@ -311,3 +311,15 @@ def test_a_drifted_node_says_why_on_its_pages() -> None:
     listing = client.get("/nodes").get_data(as_text=True)
     assert "v-drifted" in listing and "drifted: AMI ami-0a is no longer selected by AWSNodeTemplate nodes" in listing
     assert client.get("/api/v1/nodes/n1").get_json()["data"]["outlook"]["drift"] == drift
+
+
+def test_refused_karpenter_global_settings_get_a_banner_on_every_page() -> None:
+    source = cluster()
+    problem = "configmap karpy/karpenter-global-settings is invalid: batchMaxDuration: invalid duration 'soon'"
+    source.answers = dataclasses.replace(source.answers, settings_problem=problem)
+    client = create_app(dashboard_source=source).test_client()
+    for path in PAGES:
+        html = client.get(path).get_data(as_text=True)
+        assert 'id="settings-problem"' in html and "invalid duration &#39;soon&#39;" in html, path
+    assert client.get("/api/v1/overview").get_json()["status"]["settingsProblem"] == problem
+    assert 'id="settings-problem"' not in create_app(dashboard_source=cluster()).test_client().get("/").get_data(True)

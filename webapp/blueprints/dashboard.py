@@ -37,6 +37,7 @@ def status(inputs: Inputs) -> dict[str, Any]:
         "controllerReachable": not inputs.controller.error,
         "controllerError": inputs.controller.error,
         "cloudProblem": inputs.controller.cloud_problem,
+        "settingsProblem": inputs.controller.settings_problem,
     }
 
 

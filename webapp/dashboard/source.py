@@ -41,6 +41,7 @@ class ControllerAnswers:
     decisions: tuple[Mapping[str, Any], ...] = ()
     cloud_problem: str = ""  # why the controller's cloud provider does not answer ("" when it does)
     consolidation: Mapping[str, Any] = field(default_factory=dict)  # the last consolidation pass
+    settings_problem: str = ""  # why karpenter-global-settings was refused ("" when it was not)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ def ask_controller(api: ControllerAPI | None) -> ControllerAnswers:
         tuple(d for d in decisions if isinstance(d, dict)),
         cloud_problem,
         consolidation if isinstance(consolidation := nodes.get("consolidation"), dict) else {},
+        str(nodes.get("settingsProblem") or "")[:1024],
     )
 
 

@@ -292,6 +292,7 @@ def test_karpenter_global_settings_change_a_running_controller(
     until(lambda: karpy.events("InvalidSettings"), 30, "an InvalidSettings event")
     problem = until(lambda: ctrl.status().get("settingsProblem"), 30, "the problem in the controller's status")
     assert "batchMaxDuration: invalid duration 'soon'" in problem
+    assert ctrl.get("/api/v1/nodes")["settingsProblem"] == problem  # what the dashboard's banner shows
     assert "cluster_name='cm-c'" not in log.read_text()
 
     # the AWSNodeTemplate's status: what it resolves to, and why it is not Ready (no instance profile)

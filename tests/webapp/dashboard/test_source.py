@@ -113,3 +113,18 @@ def test_compute_posts_to_the_controller_and_keeps_its_4xx() -> None:
         assert source.compute("/api/v1/what-if", b"kind: Service", 5) == (400, {"error": "manifest: bad"})
     finally:
         srv.stop()
+
+
+def test_refused_settings_are_passed_on() -> None:
+    problem = "configmap karpy/karpenter-global-settings is invalid: aws.tags: must be a JSON object of strings"
+    answers = {
+        "/api/v1/nodes": lambda: {"nodes": {}, "settingsProblem": problem},
+        "/api/v1/pods/pending": lambda: {"pods": {}},
+    }
+    srv = ControllerHTTPServer("127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"synced": True}, answers)
+    srv.start()
+    try:
+        got = ask_controller(ControllerAPI(f"http://127.0.0.1:{srv.port}"))
+    finally:
+        srv.stop()
+    assert got.error == "" and got.settings_problem == problem
