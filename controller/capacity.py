@@ -1,14 +1,17 @@
 """Karpenter's capacity metrics, computed from cluster state at scrape time (spec §9.1).
 
 A prometheus_client custom collector: each scrape reads one snapshot and yields
-`karpenter_pods_state`, `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
-`karpenter_nodes_total_daemon_requests`, `karpenter_nodes_system_overhead` and karpy's
+`karpenter_pods_state`, `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests` /
+`_total_pod_limits`, `karpenter_nodes_total_daemon_requests` / `_total_daemon_limits`,
+`karpenter_nodes_system_overhead` and karpy's
 `karpy_nodes_price_per_hour` — with the provisioner usage/limit gauges the limit counter
 (`provisioning/counter.py`) sets, Karpenter's Grafana capacity dashboard reads karpy unchanged.
 Node series carry Karpenter's label columns: `node_name`, `provisioner`,
 `phase`, `resource_type` and one column per well-known label, named as Karpenter names them
-(the key's last path segment, lower case, `-` → `_`: `zone`, `instance_type`, `capacity_type`).
-CPU is in cores, memory and storage in bytes. `metric_families(snapshot, prices)` is pure.
+(the key's last path segment, lower case, `-` → `_`: `zone`, `instance_type`, `capacity_type`);
+resource types are snake-cased the same way (`ephemeral_storage`). CPU is in cores, memory and
+storage in bytes; the pod gauges count the pods themselves as `pods`, as Karpenter's do. A pod
+whose limits do not parse counts in the requests only. `metric_families(snapshot, prices)` is pure.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from prometheus_client.registry import Collector
 from controller.core import labels as L
 from controller.core.resources import CPU, PODS
 from controller.insight import PriceKey, node_price
+from controller.scheduling.pods import PodSpecError, pod_limits
 from controller.state.snapshot import NodeView, Snapshot
 
 NA = "N/A"
@@ -35,6 +39,10 @@ def label_column(key: str) -> str:
 NODE_LABELS = ["node_name", "provisioner", "phase", "resource_type", *(label_column(k) for k in WELL_KNOWN)]
 POD_LABELS = ["name", "namespace", "owner", "node", "provisioner", "zone", "arch", "capacity_type", "instance_type",
               "phase"]  # fmt: skip
+
+
+def resource_column(resource: str) -> str:
+    return resource.lower().replace("-", "_")
 
 
 def _value(resource: str, amount: int) -> float:
@@ -69,8 +77,14 @@ def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> lis
     pod_requests = GaugeMetricFamily(
         "karpenter_nodes_total_pod_requests", "Node total pod requests (non-DaemonSet pods)", labels=NODE_LABELS
     )
+    pod_limits_family = GaugeMetricFamily(
+        "karpenter_nodes_total_pod_limits", "Node total pod limits (non-DaemonSet pods)", labels=NODE_LABELS
+    )
     daemon_requests = GaugeMetricFamily(
         "karpenter_nodes_total_daemon_requests", "Node total DaemonSet pod requests", labels=NODE_LABELS
+    )
+    daemon_limits = GaugeMetricFamily(
+        "karpenter_nodes_total_daemon_limits", "Node total DaemonSet pod limits", labels=NODE_LABELS
     )
     overhead = GaugeMetricFamily(
         "karpenter_nodes_system_overhead", "Node capacity minus allocatable", labels=NODE_LABELS
@@ -82,24 +96,22 @@ def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> lis
     for node in sorted(snapshot.nodes.values(), key=lambda n: n.name):
         columns, known = _node_columns(node), _well_known(node)
         for resource, amount in sorted(node.allocatable.items()):
-            allocatable.add_metric([*columns, resource, *known], _value(resource, amount))
+            allocatable.add_metric([*columns, resource_column(resource), *known], _value(resource, amount))
         for resource, amount in sorted(node.capacity.items()):
             reserved = amount - node.allocatable.get(resource, 0)
-            overhead.add_metric([*columns, resource, *known], _value(resource, reserved))
-        pods: dict[str, int] = {}
-        daemons: dict[str, int] = {}
+            overhead.add_metric([*columns, resource_column(resource), *known], _value(resource, reserved))
+        # [pod requests, pod limits, daemon requests, daemon limits]
+        totals: list[dict[str, int]] = [{}, {}, {}, {}]
         for pod in node.pods:
-            if pod.terminal:
+            if pod.terminal or pod.request is None:
                 continue
-            if pod.request is None:
-                continue
-            into = daemons if pod.is_daemonset else pods
-            for resource, amount in pod.request.requests.items():
-                if resource != PODS:
-                    into[resource] = into.get(resource, 0) + amount
-        for into, family in ((pods, pod_requests), (daemons, daemon_requests)):
-            for resource, amount in sorted(into.items()):
-                family.add_metric([*columns, resource, *known], _value(resource, amount))
+            first = 2 if pod.is_daemonset else 0
+            _add(totals[first], pod.request.requests)
+            _add(totals[first + 1], _limits(pod.obj))
+        families = (pod_requests, pod_limits_family, daemon_requests, daemon_limits)
+        for family, summed in zip(families, totals, strict=True):
+            for resource, amount in sorted(summed.items()):
+                family.add_metric([*columns, resource_column(resource), *known], _value(resource, amount))
         cost = node_price(node, prices)
         if node.owned and cost is not None:
             price.add_metric([*columns, *known], cost)
@@ -112,7 +124,19 @@ def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> lis
              labels.get(L.CAPACITY_TYPE, NA), labels.get(L.INSTANCE_TYPE, NA), pod.phase or NA],
             1.0,
         )  # fmt: skip
-    return [allocatable, pod_requests, daemon_requests, overhead, price, pods_state]
+    return [allocatable, pod_requests, pod_limits_family, daemon_requests, daemon_limits, overhead, price, pods_state]
+
+
+def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for resource, amount in amounts.items():
+        into[resource] = into.get(resource, 0) + amount
+
+
+def _limits(pod_obj: Mapping[str, Any]) -> dict[str, int]:
+    try:
+        return pod_limits(pod_obj.get("spec") or {})
+    except PodSpecError:  # its requests were read (or it would have no request); limits are only reported
+        return {PODS: 1}
 
 
 class CapacityCollector(Collector):

@@ -3,7 +3,7 @@
 - `GET /healthz` — 200 `ok` while the process runs;
 - `GET /readyz` — 200 once cluster state is synced (and, on the leader, the cloud answers),
   else 503 with the reason (`status()["notReady"]`);
-- `GET /metrics` — Prometheus text (Karpenter's metric names, spec §9.1);
+- `GET /metrics` — Prometheus text (Karpenter's metric names and types, spec §9.1; `exposition.py`);
 - `GET /api/v1/decisions?limit=N` — JSON list of recent decisions, newest first;
 - `GET /api/v1/status` — JSON: identity, leader, synced;
 - `GET /api/v1/nodes`, `GET /api/v1/pods/pending` — the dashboard's answers (`insight.py`):
@@ -34,9 +34,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from controller.decisions import DecisionLog
+from controller.exposition import exposition
 from controller.kube.access import UNAUTHENTICATED, Verdict, bearer
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class ControllerHTTPServer:
                     why = str(status.get("notReady", "" if status.get("synced") else "not synced"))
                     self._send(503 if why else 200, why.encode()[:2048] if why else b"ok", "text/plain")
                 elif url.path == "/metrics":
-                    self._send(200, generate_latest(), CONTENT_TYPE_LATEST)
+                    self._send(200, exposition(), CONTENT_TYPE_LATEST)
                 elif url.path == "/api/v1/decisions":
                     try:
                         limit = int(parse_qs(url.query).get("limit", ["200"])[0])

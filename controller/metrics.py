@@ -1,9 +1,12 @@
 """Prometheus metrics with Karpenter's names (spec §9.1), declared once for the process.
 
-Karpenter (Go client) exposes its counters without a `_total` suffix; prometheus_client would
-add one to a `Counter`, so the Karpenter counters are gauges that only go up — the names stay
-exactly what existing dashboards query. Controller-specific metrics live in each controller's
-`metrics.py` and use the helpers here.
+Karpenter (Go client) exposes its counters typed `counter` under their declared name, without
+a `_total` suffix (`karpenter_nodes_created`), which is what its dashboards query;
+prometheus_client names a `Counter`'s series `<name>_total`. `KarpenterCounter` is a counter
+(only goes up, typed `counter`) whose series keep the bare name, and `controller/exposition.py`
+writes `/metrics` from the series' own names. Counters whose Karpenter name ends in `_total`
+(controller-runtime's, client-go's) are plain `Counter`s. Controller-specific metrics live in each
+controller's `metrics.py` and use the helpers here.
 """
 
 from __future__ import annotations
@@ -23,10 +26,24 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0
                     0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15,
                     20, 25, 30, 40, 50, 60)  # fmt: skip
 
-NODES_CREATED = Gauge(
+
+class KarpenterCounter(Counter):
+    """A counter whose series carry its own name, as Karpenter's Go counters do (no `_total`, no
+    `_created`); `inc()` only, like any `Counter`."""
+
+    def collect(self) -> Iterator[Metric]:
+        for family in super().collect():
+            bare = Metric(family.name, family.documentation, "counter")
+            for sample in family.samples:
+                if sample.name == family.name + "_total":
+                    bare.add_sample(family.name, sample.labels, sample.value)
+            yield bare
+
+
+NODES_CREATED = KarpenterCounter(
     "karpenter_nodes_created", "Number of nodes created in total by Karpenter.", ["reason", "provisioner"]
 )
-NODES_TERMINATED = Gauge(
+NODES_TERMINATED = KarpenterCounter(
     "karpenter_nodes_terminated", "Number of nodes terminated in total by Karpenter.", ["reason", "provisioner"]
 )
 # Karpenter's summaries' objectives (Go client: quantile → allowed error), over the last 10 minutes.
@@ -114,7 +131,7 @@ CLOUDPROVIDER_DURATION = Histogram(
     ["controller", "method", "provider"],
     buckets=DURATION_BUCKETS,
 )
-RECONCILE_TOTAL = Gauge(
+RECONCILE_TOTAL = Counter(
     "controller_runtime_reconcile_total", "Total number of reconciliations per controller", ["controller", "result"]
 )
 RECONCILE_TIME = Histogram(
@@ -123,7 +140,7 @@ RECONCILE_TIME = Histogram(
     ["controller"],
     buckets=DURATION_BUCKETS,
 )
-RECONCILE_ERRORS = Gauge(
+RECONCILE_ERRORS = Counter(
     "controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per controller", ["controller"]
 )
 # client-go's request counter (exposed by Karpenter as `rest_client_requests_total`): every

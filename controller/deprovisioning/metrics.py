@@ -1,8 +1,8 @@
 """Prometheus metrics of deprovisioning, with Karpenter's names (spec §9.1).
 
 Declared once for the process, following `controller.metrics`: Karpenter's counters are
-gauges that only go up, so the exposed names carry no `_total` suffix and match existing
-dashboards. A node found drifted counts in `karpenter_machines_disrupted{type="drift"}` and
+`KarpenterCounter`s, typed `counter` and exposed without a `_total` suffix, as existing
+dashboards query them. A node found drifted counts in `karpenter_machines_disrupted{type="drift"}` and
 `karpenter_machines_drifted{type=<drift reason>}` (v0.31's machine counters; karpy has no
 Machines, a node stands for its machine). `karpenter_nodes_terminated` and
 `karpenter_nodes_created` are the shared ones of `controller.metrics` (the provisioning launcher
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from prometheus_client import Gauge, Histogram
 
-from controller.metrics import DURATION_BUCKETS, NODES_CREATED, NODES_TERMINATED
+from controller.metrics import DURATION_BUCKETS, NODES_CREATED, NODES_TERMINATED, KarpenterCounter
 
-ACTIONS_PERFORMED = Gauge(
+ACTIONS_PERFORMED = KarpenterCounter(
     "karpenter_deprovisioning_actions_performed",
     "Number of deprovisioning actions performed. Labeled by deprovisioner.",
     ["action", "deprovisioner"],
@@ -43,13 +43,13 @@ PASS_COMPLETE = Gauge(
     "karpy_deprovisioning_pass_complete",
     "1 when the last pass went through every method it reached, 0 when it stopped on its budget (resumed next).",
 )
-MACHINES_DISRUPTED = Gauge(
+MACHINES_DISRUPTED = KarpenterCounter(
     "karpenter_machines_disrupted",
     "Number of machines disrupted in total by Karpenter. Labeled by disruption type of the machine and the owning "
     "provisioner.",
     ["type", "provisioner"],
 )
-MACHINES_DRIFTED = Gauge(
+MACHINES_DRIFTED = KarpenterCounter(
     "karpenter_machines_drifted",
     "Number of machine drifted reasons in total by Karpenter. Labeled by drift type of the machine and the owning "
     "provisioner..",

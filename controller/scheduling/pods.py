@@ -93,6 +93,31 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     return summed
 
 
+def pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
+    """Karpenter's Ceiling of a pod spec's containers' limits (summed, at least the largest init
+    container's), plus `pods: 1` as Karpenter's `LimitsForPods` counts it; raises PodSpecError."""
+    summed: dict[str, int] = {}
+    for i, container in enumerate(_list(spec.get("containers"), "spec.containers")):
+        for name, value in _container_limits(container, f"spec.containers[{i}]").items():
+            summed[name] = summed.get(name, 0) + value
+    for i, container in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
+        for name, value in _container_limits(container, f"spec.initContainers[{i}]").items():
+            summed[name] = max(summed.get(name, 0), value)
+    summed[PODS] = 1
+    return summed
+
+
+def _container_limits(container: Any, path: str) -> dict[str, int]:
+    resources = _mapping(_mapping(container, path).get("resources"), f"{path}.resources")
+    out = {}
+    for name, value in _mapping(resources.get("limits"), f"{path}.resources.limits").items():
+        try:
+            out[str(name)] = parse_resource(str(name), value)
+        except QuantityError as err:
+            raise PodSpecError(f"{path}.resources.limits.{name}: {err}") from err
+    return out
+
+
 def _container_requests(container: Any, path: str) -> dict[str, int]:
     resources = _mapping(_mapping(container, path).get("resources"), f"{path}.resources")
     requests = _mapping(resources.get("requests"), f"{path}.resources.requests")

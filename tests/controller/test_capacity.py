@@ -10,14 +10,24 @@ from tests.builders.wire import make_node, make_pod
 from tests.fakes.world import state_of
 
 PRICES = {("m5.large", "us-west-2a", "on-demand"): 0.096}
+WEB = [
+    {
+        "name": "app",
+        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "2Gi"}},
+    },
+    {"name": "side", "resources": {"limits": {"memory": "1Gi"}}},
+]
+WEB_INIT = [{"name": "init", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "1500m"}}}]
+AGENT_LIMITS = {"memory": "256Mi", "ephemeral-storage": "1Gi"}
+AGENT = [{"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": AGENT_LIMITS}}]
 
 
 def snapshot() -> Snapshot:
     objects = {
         "nodes": [make_node("n1", cpu="2", memory="8Gi"), make_node("static", provisioner=None)],
         "pods": [
-            make_pod("web", node="n1", cpu="500m", memory="1Gi"),
-            make_pod("agent", node="n1", cpu="100m", memory="128Mi", owner_kind="DaemonSet"),
+            make_pod("web", node="n1", containers=WEB, initContainers=WEB_INIT),
+            make_pod("agent", node="n1", owner_kind="DaemonSet", containers=AGENT),
             make_pod("waiting", cpu="1"),
         ],
     }
@@ -43,6 +53,19 @@ def test_node_gauges_split_pods_from_daemons_in_karpenter_units() -> None:
     assert value("karpenter_nodes_total_pod_requests", node_name="n1", resource_type="cpu") == 0.5
     assert value("karpenter_nodes_total_daemon_requests", node_name="n1", resource_type="memory") == 128 * 2**20
     assert value("karpenter_nodes_system_overhead", node_name="n1", resource_type="cpu") == 0.0
+
+
+def test_limits_as_karpenters_ceiling_and_pods_counted() -> None:
+    # containers' limits summed (1 + 0 cores; 2Gi + 1Gi), at least the largest init container's
+    assert value("karpenter_nodes_total_pod_limits", node_name="n1", resource_type="cpu") == 1.5
+    assert value("karpenter_nodes_total_pod_limits", node_name="n1", resource_type="memory") == 3 * 2**30
+    assert value("karpenter_nodes_total_daemon_limits", node_name="n1", resource_type="memory") == 256 * 2**20
+    assert value("karpenter_nodes_total_daemon_limits", node_name="n1", resource_type="ephemeral_storage") == 2**30
+    # the pods themselves, as the capacity dashboard's "pods" panel reads them
+    for name in ("karpenter_nodes_total_pod_requests", "karpenter_nodes_total_pod_limits",
+                 "karpenter_nodes_total_daemon_requests", "karpenter_nodes_total_daemon_limits"):  # fmt: skip
+        assert value(name, node_name="n1", resource_type="pods") == 1.0
+    assert not [lab for lab, _ in samples("karpenter_nodes_total_pod_limits") if lab["node_name"] == "static"]
 
 
 def test_node_series_carry_karpenters_label_columns() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.scheduling.pods import PodSpecError, pod_request, pod_requests
+from controller.scheduling.pods import PodSpecError, pod_limits, pod_request, pod_requests
 from controller.scheduling.types import ClaimRef
 
 
@@ -161,3 +161,20 @@ def test_claims_of_the_pod_and_of_its_generic_ephemeral_volumes() -> None:
         }
     )
     assert pod.claims == (ClaimRef("data-web-0"), ClaimRef("web-0-scratch", ephemeral=True))
+
+
+def test_limits_summed_over_containers_at_least_an_init_containers() -> None:
+    spec = {
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "500m"}}},
+            {"name": "c"},
+        ],
+        "initContainers": [{"name": "i", "resources": {"limits": {"memory": "3Gi"}}}],
+    }
+    assert pod_limits(spec) == {"cpu": 1500, "memory": 3 * 2**30, "pods": 1}  # requests are not limits
+
+
+def test_a_malformed_limit_names_its_field() -> None:
+    with pytest.raises(PodSpecError, match=r"spec.containers\[0\].resources.limits.cpu"):
+        pod_limits({"containers": [{"name": "a", "resources": {"limits": {"cpu": "lots"}}}]})
