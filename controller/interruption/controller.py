@@ -17,7 +17,9 @@ requires karpy's ownership tag) must confirm the node's instance, so an event fo
 Karpenter launched (its Node carries the same labels during a migration) is left to Karpenter.
 Deletion comes with a `NodeTerminatingOnInterruption` event and
 `karpenter_nodes_terminated{reason="interruption"}`. A rebalance recommendation is an event
-only. Every message is deleted once handled; a malformed one is logged and deleted.
+only; a no-op (another state change, another health event) does nothing. Every message is
+deleted once handled; a malformed one is logged and deleted. Karpenter's interruption metrics
+(received, deleted, latency, actions) are counted as Karpenter counts them (`metrics.py`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.cloudprovider.aws.interruption import (
+    NOOP,
     REBALANCE,
     SPOT_INTERRUPTION,
     InterruptionMessage,
@@ -40,6 +43,7 @@ from controller.cloudprovider.errors import CloudProviderError
 from controller.core import labels as L
 from controller.decisions import TERMINATED, Decision, DecisionLog
 from controller.events import NORMAL, WARNING, Event, EventRecorder, ObjectRef
+from controller.interruption import metrics as M
 from controller.interruption.replacement import replacement_missing
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError, NotFoundError
@@ -113,6 +117,8 @@ class InterruptionController:
                 self.queue.delete(receipt)
             except CloudProviderError as err:  # seen again after the visibility timeout
                 log.warning("deleting interruption message: %s", err)
+            else:
+                M.DELETED_MESSAGES.inc()
         return deleted + self.settle()
 
     def settle(self) -> list[str]:
@@ -148,12 +154,16 @@ class InterruptionController:
         self.state.unmark_for_deletion([name])
 
     def _handle(self, msg: InterruptionMessage) -> list[str]:
+        M.RECEIVED_MESSAGES.labels(message_type=M.MESSAGE_TYPES.get(msg.kind, msg.kind)).inc()
+        if msg.kind == NOOP:
+            return []
         snap = self.state.snapshot()
         out = []
         for instance_id in msg.instance_ids:
             node = _node_of(snap.nodes.values(), instance_id)
             if node is None or not self._is_ours(node):
                 continue
+            M.ACTIONS_PERFORMED.labels(action_type=M.CORDON_AND_DRAIN if msg.drains else M.NO_ACTION).inc()
             reason, text = REASONS.get(msg.kind, ("", ""))
             if msg.kind == "state-change":
                 reason = "InstanceTerminating" if msg.state in ("shutting-down", "terminated") else "InstanceStopping"
@@ -169,6 +179,8 @@ class InterruptionController:
                 self._replace_first(node, instance_id, snap.now)
             elif self._delete(node, msg.kind, instance_id, f"{msg.kind} of {instance_id}"):
                 out.append(node.name)
+        if msg.sent is not None:
+            M.MESSAGE_LATENCY.observe(max(0.0, snap.now - msg.sent))
         return out
 
     def _is_ours(self, node: NodeView) -> bool:

@@ -6,7 +6,8 @@
 - `aws.ec2` "EC2 Instance State-change Notification", state stopping / stopped / shutting-down /
   terminated → `state-change` (other states: `noop`);
 - `aws.ec2` "EC2 Instance Rebalance Recommendation" → `rebalance-recommendation` (an event only).
-Anything else raises `MessageError` (the caller logs and deletes it). `InterruptionQueue` is the
+Anything else raises `MessageError` (the caller logs and deletes it). The event's `time` is kept
+(`sent`, epoch seconds; None when absent) for the message latency metric. `InterruptionQueue` is the
 queue through `AWSApi`: long-poll receive (10 messages, 20 s wait, 20 s visibility) and delete.
 """
 
@@ -15,10 +16,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.cloudprovider.aws.api import AWSApi
+from controller.core.timestamps import parse_timestamp
 
 SPOT_INTERRUPTION = "spot-interruption"
 SCHEDULED_CHANGE = "scheduled-change"
@@ -38,6 +40,7 @@ class InterruptionMessage:
     instance_ids: tuple[str, ...]
     state: str = ""  # for state changes
     receipt: str = ""
+    sent: float | None = None  # the event's time
 
     @property
     def drains(self) -> bool:
@@ -51,6 +54,12 @@ def parse_message(body: str) -> InterruptionMessage:
         raise MessageError(f"not JSON: {err}") from err
     if not isinstance(event, Mapping) or not isinstance(event.get("detail"), Mapping):
         raise MessageError("not an EventBridge event (no detail)")
+    msg = _parse_event(event)
+    sent = event.get("time")
+    return replace(msg, sent=parse_timestamp(sent if isinstance(sent, str) else None))
+
+
+def _parse_event(event: Mapping[str, Any]) -> InterruptionMessage:
     source, kind, detail = event.get("source"), event.get("detail-type"), event["detail"]
     if source == "aws.health" and kind == "AWS Health Event":
         if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
