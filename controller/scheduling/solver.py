@@ -15,6 +15,7 @@ progress. Fit checks are vectorised: one pod against every node, one node agains
 from __future__ import annotations
 
 import functools
+import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 
@@ -33,6 +34,12 @@ from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpe
 from controller.scheduling.typetable import TypeTable
 
 _NEVER = np.iinfo(np.int64).max
+
+Usage = tuple[frozenset[str], list[PodRequest], np.ndarray, np.ndarray]
+_USAGE: weakref.WeakKeyDictionary[StateNode, dict[tuple[str, ...], Usage]] = weakref.WeakKeyDictionary()
+"""Per existing node (a `StateNode` is immutable, built once per node view) and resource list: its
+pods' keys, the bound pods that take room, their summed requests and their DaemonSet pods' — the
+same in every simulation of a deprovisioning pass (a cache of a pure function, not state)."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -180,13 +187,7 @@ class Solver:
             labels = dict(node.labels)
             reqs = Requirements.from_labels({k: v for k, v in labels.items() if k != HOSTNAME})
             cls = self.table.node_class(-1, taints, reqs)
-            bound = [p for p in node.pods if not p.terminal and p.key not in batch_keys]
-            used = np.zeros(len(self.resources), dtype=np.int64)
-            bound_daemons = np.zeros(len(self.resources), dtype=np.int64)
-            for pod in bound:
-                used += self.vector(pod.requests)
-                if pod.owner_kind == "DaemonSet":
-                    bound_daemons += self.vector(pod.requests)
+            bound, used, bound_daemons = self._bound_usage(node, batch_keys)
             if target:
                 full = Requirements.from_labels({**labels, HOSTNAME: labels.get(HOSTNAME, node.name)})
                 used += np.maximum(self._daemons_for(taints, full) - bound_daemons, 0)
@@ -200,6 +201,27 @@ class Solver:
             self.topology.grow(self.table.capacity)
             for pod in bound:
                 self.topology.add_cluster_pod(pod, i, labels, node.name)
+
+    def _bound_usage(self, node: StateNode, batch_keys: set[str]) -> tuple[list[PodRequest], np.ndarray, np.ndarray]:
+        """The node's bound pods that stay (not terminal, not in the batch), their summed requests
+        and those of its DaemonSet pods. Kept per node and resource list (`_USAGE`): a pass's
+        simulations set up the same nodes again and again; recomputed when a batch pod is bound there."""
+        resources = tuple(self.resources)
+        found = _USAGE.get(node, {}).get(resources)
+        if found is not None and batch_keys.isdisjoint(found[0]):
+            bound, used, daemons = found[1], found[2], found[3]
+            return bound, used.copy(), daemons.copy()
+        bound = [p for p in node.pods if not p.terminal and p.key not in batch_keys]
+        used = np.zeros(len(self.resources), dtype=np.int64)
+        daemons = np.zeros(len(self.resources), dtype=np.int64)
+        for pod in bound:
+            used += self.vector(pod.requests)
+            if pod.owner_kind == "DaemonSet":
+                daemons += self.vector(pod.requests)
+        if not batch_keys.intersection(p.key for p in node.pods):
+            keys = frozenset(p.key for p in node.pods)
+            _USAGE.setdefault(node, {})[resources] = (keys, bound, used.copy(), daemons.copy())
+        return bound, used, daemons
 
     def _allocatable(self, node: StateNode, prov: int | None) -> Mapping[str, int]:
         """What a node offers; an uninitialized node's zero values come from its instance type (§5.5.1)."""

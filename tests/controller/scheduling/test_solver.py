@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import weakref
 
@@ -198,3 +199,16 @@ def test_a_solve_is_freed_as_soon_as_it_is_dropped() -> None:
         assert dropped() is None
     finally:
         gc.enable()
+
+
+def test_a_node_reused_across_solves_counts_its_pods_as_each_solve_sees_them() -> None:
+    """The same StateNode in several solves (a deprovisioning pass's simulations): its bound pods'
+    usage is kept between solves, and recomputed when one of them is in the batch being placed."""
+    bound = dataclasses.replace(make_pod("big", cpu="3"), node_name="n1")
+    node = make_node("n1", cpu="4", bound=[bound])
+    first = run([make_pod("q", cpu="1")], nodes=[node])
+    assert node_of(first, "default/q") == "n1"  # 3 of 4 cpu taken: 1 left
+    second = run([make_pod("r", cpu="2")], nodes=[node])
+    assert node_of(second, "default/r") != "n1"  # still 3 of 4 taken (kept between solves)
+    moved = run([dataclasses.replace(bound, node_name=""), make_pod("s", cpu="1")], nodes=[node])
+    assert node_of(moved, "default/big") == "n1" and node_of(moved, "default/s") == "n1"  # big is placed again
