@@ -308,3 +308,35 @@ def test_from_cluster_reads_a_saved_dump_and_plans(tmp_path: Path, capsys: pytes
 def test_from_cluster_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_neuron_pods_get_the_cheapest_neuron_type_and_others_never_one(tmp_path: Path) -> None:
+    """Neuron (`aws.amazon.com/neuron`) in the simulated catalog, scheduled end to end."""
+    requirements = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        # without one, Karpenter's defaulting keeps categories c, m, r (so no GPU nor Neuron type)
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m", "inf", "trn"]},
+    ]
+    provisioner = {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "default"},
+                   "spec": {"requirements": requirements}}  # fmt: skip
+
+    def pod(name: str, limits: dict[str, str]) -> dict[str, Any]:
+        resources = {"requests": {"cpu": "1"}, "limits": limits}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+                "spec": {"containers": [{"name": "main", "resources": resources}]}}  # fmt: skip
+
+    def plan(*pods: dict[str, Any]) -> dict[str, str]:
+        (tmp_path / "p.yaml").write_text(yaml.safe_dump(provisioner))
+        (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(pods))
+        done = karpy("simulate", "--provisioners", str(tmp_path / "p.yaml"), "--pods", str(tmp_path / "pods.yaml"),
+                     "--output", "json")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["unschedulable"] == []
+        return {p: n["instanceType"] for n in out["nodes"] for p in n["pods"]}
+
+    assert plan(pod("infer", {"aws.amazon.com/neuron": "1"})) == {"ml/infer": "inf1.xlarge"}  # cheapest with one
+    where = plan(pod("infer", {"aws.amazon.com/neuron": "1"}), pod("big-infer", {"aws.amazon.com/neuron": "6"}))
+    # seven devices in all: one inf1.24xlarge (16, $5.68/h) is cheaper than inf2.24xlarge + inf1.xlarge
+    assert where["ml/infer"] == where["ml/big-infer"] == "inf1.24xlarge"
+    assert not plan(pod("web", {}))["ml/web"].startswith(("inf", "trn"))  # exotic only when nothing else fits

@@ -1,7 +1,8 @@
 """The simulated instance-type catalog, and the JSON format `karpy catalog` writes and reads.
 
 Pure and deterministic. `simulated_catalog()` models AWS: categories c, m, r, t and GPU families
-(g4dn, g4ad, g5, g5g, g6, p3, p4d), generations 3–7, Intel/AMD amd64 and Graviton arm64 (`g`)
+(g4dn, g4ad, g5, g5g, g6, p3, p4d), AWS's Neuron families (inf1, inf2, trn1: `aws.amazon.com/neuron`
+devices and the `instance-accelerator-*` labels, as the AWS provider reads them), generations 1–7, Intel/AMD amd64 and Graviton arm64 (`g`)
 variants, local-NVMe (`d`) and network (`n`) variants, sizes large … 48xlarge and metal, ENI
 limits, GPUs, the `karpenter.k8s.aws/instance-*` labels, 3 zones in us-west-2, and spot and
 on-demand offerings priced by `pricing.py`. Capacity and overhead follow
@@ -35,7 +36,7 @@ CAPACITY_TYPES = (L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND)
 
 _SIZE_VCPUS = {
     "large": 2, "xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "9xlarge": 36, "10xlarge": 40,
-    "12xlarge": 48, "16xlarge": 64, "18xlarge": 72, "24xlarge": 96, "32xlarge": 128, "48xlarge": 192,
+    "6xlarge": 24, "12xlarge": 48, "16xlarge": 64, "18xlarge": 72, "24xlarge": 96, "32xlarge": 128, "48xlarge": 192,
 }  # fmt: skip
 _GEN5 = ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "metal")
 _GEN5C = ("large", "xlarge", "2xlarge", "4xlarge", "9xlarge", "12xlarge", "18xlarge", "24xlarge", "metal")
@@ -50,6 +51,7 @@ class Gpu:
     manufacturer: str
     memory_mib: int
     counts: Mapping[str, int]  # size -> GPUs (1 when the size is absent)
+    neuron: bool = False  # an AWS Neuron device (Inferentia, Trainium): accelerator labels only
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +94,17 @@ _FAMILIES = (
     Family("p3", ("2xlarge", "8xlarge", "16xlarge"), 7.625,
            Gpu("v100", "nvidia", 16384, {"8xlarge": 4, "16xlarge": 8})),
     Family("p4d", ("24xlarge",), 12, Gpu("a100", "nvidia", 40960, {"24xlarge": 8}), zones=ZONES[:2]),
+    Family("inf1", ("xlarge", "2xlarge", "6xlarge", "24xlarge"), 2,
+           Gpu("inferentia", "aws", 8192, {"6xlarge": 4, "24xlarge": 16}, neuron=True)),
+    Family("inf2", ("xlarge", "8xlarge", "24xlarge", "48xlarge"), 4,
+           Gpu("inferentia2", "aws", 32768, {"24xlarge": 6, "48xlarge": 12}, neuron=True), zones=ZONES[:2]),
+    Family("trn1", ("2xlarge", "32xlarge"), 4,
+           Gpu("trainium", "aws", 32768, {"32xlarge": 16}, neuron=True), zones=ZONES[:2]),
 )  # fmt: skip
 
 _FAMILY_RE = re.compile(r"^([a-z]+)([0-9]+)([a-z]*)$")
 GPU_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
+NEURON = "aws.amazon.com/neuron"
 
 
 def _enis(vcpus: int, family: str) -> tuple[int, int]:
@@ -150,8 +159,8 @@ def _build(family: Family, size: str) -> InstanceType:
     if family.gpu is not None:
         gpu = family.gpu
         gpu_count = gpu.counts.get(size, 1)
-        extended[GPU_RESOURCES[gpu.manufacturer]] = gpu_count
-        for kind in ("gpu", "accelerator"):
+        extended[NEURON if gpu.neuron else GPU_RESOURCES[gpu.manufacturer]] = gpu_count
+        for kind in ("accelerator",) if gpu.neuron else ("gpu", "accelerator"):
             labels[f"karpenter.k8s.aws/instance-{kind}-name"] = gpu.name
             labels[f"karpenter.k8s.aws/instance-{kind}-manufacturer"] = gpu.manufacturer
             labels[f"karpenter.k8s.aws/instance-{kind}-count"] = str(gpu_count)

@@ -4,8 +4,8 @@ Pure. On-demand $/hour =
     (vCPUs × 0.0370 + GiB × 0.00275) × category × generation × processor × variant
     + GPUs × the GPU's hourly price,
 rounded to 4 decimals, where
-- category: c 1.00, m 1.00, r 1.07, t 0.87, GPU families (g, p) 1.00;
-- generation: 3 → 1.30, 4 → 1.15, 5 → 1.00, 6 → 1.00, 7 → 1.05;
+- category: c 1.00, m 1.00, r 1.07, t 0.87, GPU and Neuron families (g, p, inf, trn) 1.00;
+- generation: 1, 2 → 1.00, 3 → 1.30, 4 → 1.15, 5 → 1.00, 6 → 1.00, 7 → 1.05;
 - processor: Intel 1.00, AMD (`a` after the generation) 0.90, Graviton arm64 (`g`) 0.80;
 - variant: local NVMe (`d`) × 1.13, enhanced networking (`n`) × 1.25;
 so m5.large = $0.0960, c5.large = $0.0850, r5.large = $0.1263, m5.xlarge = $0.1920.
@@ -19,8 +19,8 @@ import zlib
 
 BASE_VCPU_HOUR = 0.0370
 BASE_GIB_HOUR = 0.00275
-CATEGORY_FACTOR = {"c": 1.00, "m": 1.00, "r": 1.07, "t": 0.87, "g": 1.00, "p": 1.00}
-GENERATION_FACTOR = {3: 1.30, 4: 1.15, 5: 1.00, 6: 1.00, 7: 1.05}
+CATEGORY_FACTOR = {"c": 1.00, "m": 1.00, "r": 1.07, "t": 0.87, "g": 1.00, "p": 1.00, "inf": 1.00, "trn": 1.00}
+GENERATION_FACTOR = {1: 1.00, 2: 1.00, 3: 1.30, 4: 1.15, 5: 1.00, 6: 1.00, 7: 1.05}
 PROCESSOR_FACTOR = {"intel": 1.00, "amd": 0.90, "graviton": 0.80}
 VARIANT_FACTOR = {"d": 1.13, "n": 1.25}
 GPU_HOUR = {
@@ -31,6 +31,9 @@ GPU_HOUR = {
     "v100": 2.75,
     "a100": 3.65,
     "radeon-pro-v520": 0.28,
+    "inferentia": 0.10,
+    "inferentia2": 0.55,
+    "trainium": 1.25,
 }
 
 

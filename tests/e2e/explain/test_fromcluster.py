@@ -113,8 +113,10 @@ def test_simulate_from_cluster_plans_the_consolidation_karpy_then_reaches(cluste
         staying = {n["metadata"]["name"] for n in nodes
                    if not n["metadata"].get("deletionTimestamp") and not n["spec"].get("unschedulable")}  # fmt: skip
         pods = [p for p in karpy.running("web") if not p["metadata"].get("deletionTimestamp")]
-        if len(pods) != NODES_MADE or len(staying) != len(nodes) or any(
-            p["spec"].get("nodeName") not in staying for p in pods
+        if (
+            len(pods) != NODES_MADE
+            or len(staying) != len(nodes)
+            or any(p["spec"].get("nodeName") not in staying for p in pods)
         ):
             return None
         return sum(_price(n) for n in nodes)

@@ -27,8 +27,8 @@ def test_shape_of_the_catalog() -> None:
     types = simulated_catalog()
     assert len(types) >= 400
     labels = [it.labels for it in types]
-    assert {lb[L.INSTANCE_CATEGORY] for lb in labels} == {"c", "m", "r", "t", "g", "p"}
-    assert {int(lb[L.INSTANCE_GENERATION]) for lb in labels} == {3, 4, 5, 6, 7}
+    assert {lb[L.INSTANCE_CATEGORY] for lb in labels} == {"c", "m", "r", "t", "g", "p", "inf", "trn"}
+    assert {int(lb[L.INSTANCE_GENERATION]) for lb in labels} == {1, 2, 3, 4, 5, 6, 7}
     assert Counter(lb[L.ARCH] for lb in labels)["arm64"] > 50
     assert all(lb[L.ARCH] == "arm64" for lb in labels if lb[L.INSTANCE_FAMILY] in ("c6g", "m7g", "t4g", "g5g"))
     sizes = {lb[L.INSTANCE_SIZE] for lb in labels}
@@ -104,3 +104,14 @@ def test_json_round_trip() -> None:
 def test_bad_catalogs_name_the_field(doc: dict[str, Any], message: str) -> None:
     with pytest.raises(CatalogError, match=message):
         catalog_from_json(doc)
+
+
+def test_neuron_types_as_the_aws_provider_reads_them() -> None:
+    inf1 = by_name()["inf1.6xlarge"]
+    assert inf1.capacity["aws.amazon.com/neuron"] == 4 and "nvidia.com/gpu" not in inf1.capacity
+    assert inf1.labels[L.INSTANCE_ACCELERATOR_NAME] == "inferentia"
+    assert inf1.labels[L.INSTANCE_ACCELERATOR_MANUFACTURER] == "aws"
+    assert inf1.labels[L.INSTANCE_ACCELERATOR_COUNT] == "4"
+    assert inf1.requirements[L.INSTANCE_GPU_COUNT].operator == "DoesNotExist"  # Neuron is no GPU
+    assert by_name()["trn1.32xlarge"].capacity["aws.amazon.com/neuron"] == 16
+    assert by_name()["inf2.48xlarge"].capacity["aws.amazon.com/neuron"] == 12
