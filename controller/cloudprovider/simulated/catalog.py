@@ -3,10 +3,10 @@
 Pure and deterministic. `simulated_catalog()` models AWS: categories c, m, r, t and GPU families
 (g4dn, g4ad, g5, g5g, g6, p3, p4d), AWS's Neuron families (inf1, inf2, trn1: `aws.amazon.com/neuron`
 devices and the `instance-accelerator-*` labels, as the AWS provider reads them), generations 1–7,
-Intel/AMD amd64 and Graviton arm64 (`g`) variants, local-NVMe (`d`) and network (`n`) variants, sizes large … 48xlarge and metal, ENI
-limits, GPUs, the `karpenter.k8s.aws/instance-*` labels, 3 zones in us-west-2, and spot and
-on-demand offerings priced by `pricing.py`. Capacity and overhead follow
-`controller.cloudprovider.aws.overhead` with default kubelet settings.
+Intel/AMD amd64 and Graviton arm64 (`g`) variants, local-NVMe (`d`) and network (`n`) variants,
+sizes large … 48xlarge and metal, ENI limits, GPUs, the `karpenter.k8s.aws/instance-*` labels,
+3 zones in us-west-2, and spot and on-demand offerings priced by `pricing.py`. Capacity and
+overhead follow `controller.cloudprovider.aws.overhead` with default kubelet settings.
 
 `catalog_to_json()` / `catalog_from_json()` are the `{"instanceTypes": [...]}` format of
 design.md, so a catalog exported from a real AWS account can be used instead.
