@@ -36,6 +36,7 @@ DAY, WEEK = 86_400.0, 7 * 86_400.0
 RETENTION_SECONDS = WEEK + DAY
 MAX_ENTRIES = 2_000
 DATA_KEY = "savings.json"
+STALE_SECONDS = 15.0  # a replica whose job has not run for this long (a standby) reads the ConfigMap to answer
 CONTROLLER = "deprovisioning"
 
 
@@ -118,12 +119,22 @@ class SavingsLedger:
         self._dirty = False  # a write is owed (a change not stored yet, e.g. after a conflict)
         self._version = ""
         self._meta: dict[str, Any] = {}  # labels and annotations as read (Helm's stay on the object)
+        self._last_pass = float("-inf")  # when reconcile() last ran (only the leader runs it)
+        self._last_read = float("-inf")
 
     def entries(self) -> list[Entry]:
         with self._lock:
             return list(self._entries.values())
 
     def answer(self) -> dict[str, Any]:
+        """The summary; a standby (no pass for `STALE_SECONDS`) first reads what the leader stored."""
+        now = self._clock.now()
+        if now - self._last_pass > STALE_SECONDS and now - self._last_read > STALE_SECONDS:
+            self._last_read = now
+            try:
+                self._read()
+            except KubeError as err:
+                log.debug("reading savings from configmap %s/%s: %s", self.namespace, self.configmap, err)
         return {**summary(self.entries(), self._clock.now()), "persisted": self._loaded,
                 "configMap": f"{self.namespace}/{self.configmap}"}  # fmt: skip
 
@@ -149,9 +160,10 @@ class SavingsLedger:
 
     def reconcile(self) -> None:
         """Load the ConfigMap once (again after a conflict), add the new commands, write if changed."""
+        now = self._clock.now()
+        self._last_pass = now
         if not self._loaded:
             self._read()
-        now = self._clock.now()
         fresh, failures = carried_out(self._decisions.recent(1000))
         with self._lock:
             before = dict(self._entries)

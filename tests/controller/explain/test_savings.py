@@ -107,3 +107,13 @@ def test_the_charts_labels_and_annotations_stay_on_the_configmap() -> None:
     assert stored["metadata"]["labels"] == helm["labels"]
     assert stored["metadata"]["annotations"] == helm["annotations"]
     assert json.loads(stored["data"][DATA_KEY])[0]["nodes"] == ["a"]
+
+
+def test_a_standby_answers_with_what_the_leader_stored() -> None:
+    clock, kube = FakeClock(T0 + 60), FakeKube()
+    decisions = DecisionLog(clock)
+    decisions.record(command(["a"], 0.4, 0.0, T0))
+    ledger(kube, decisions, clock).reconcile()
+    standby = ledger(kube, DecisionLog(clock), clock)  # its job never runs: it does not lead
+    assert standby.answer()["savingPerHour"] == pytest.approx(0.4)
+    assert kube.get(CONFIGMAPS, "karpy-savings", "karpy")["metadata"]["resourceVersion"] == "1"  # it wrote nothing
