@@ -9,11 +9,10 @@ it, without the API writes of acting on its command.
    with the default budget (20 s): its time, the method that answered, the command (nodes
    removed, $/h before → after), candidates eligible and covered per method.
 2. The anytime sweep that replaces Karpenter's fixed timeouts and 100-candidate cap, at its
-   worst: single-node consolidation examining every candidate of the same fleet, pass after pass
-   with the budget, each continuing after the last candidate the previous one examined — a
-   command found counts as refused (the sweep goes on after it), so this is the cost of covering
-   every node when none consolidates: passes, seconds a pass, candidates per second, and (when
-   `--sweep-seconds` stops it first) the time a whole sweep takes at that rate.
+   worst: every candidate of the same fleet examined as single-node consolidation examines it
+   (`deprovisioning/room.py`'s test by requests, then the simulation), as if none consolidated —
+   what covering every node costs, however many budgeted passes it is spread over: candidates
+   per second and (when `--sweep-seconds` stops it first) the time of the whole sweep at that rate.
 
     python -m bench.consolidation [--nodes 1000] [--pods 20000] [--budget 20] [--sweep-seconds 120]
 """
@@ -25,9 +24,10 @@ import time
 
 from bench.clusters import NOW, catalog, consolidation_cluster, rss_mib
 from controller.clock import FakeClock
+from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates
 from controller.deprovisioning.controller import Deadline
 from controller.deprovisioning.decide import PassResult, decide
-from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
+from controller.deprovisioning.room import Room
 from controller.deprovisioning.types import DeprovisioningSettings, Inputs, Progress
 from controller.kube.resources import WATCHED
 from controller.scheduling.scheduler import schedule
@@ -100,38 +100,36 @@ def main() -> None:
     print(f"  {describe(decision)}")
     print(f"  eligible {decision.eligible.get('consolidation', 0)}, covered {decision.covered}")
 
-    print("the same fleet: a whole single-node sweep, pass after pass")
-    sweep(snap, args.budget, args.sweep_seconds)
+    print("the same fleet: every candidate as single-node consolidation examines it")
+    sweep(snap, args.sweep_seconds)
 
 
-def sweep(snap: Snapshot, budget: float, limit: float) -> None:
-    """Single-node consolidation pass after pass until every candidate was examined (or `limit`
-    seconds): a command found counts as refused, the sweep goes on after it."""
-    progress, swept, found = Progress(), 0, 0
-    times: list[float] = []
-    eligible = 0
-    while sum(times) < limit:
-        started = time.monotonic()
-        inputs = Inputs.of(snap, {"default": catalog()}, budget=Deadline(started + budget), progress=progress)
-        proposal = SingleNodeConsolidation().compute(inputs, schedule)
-        times.append(time.monotonic() - started)
-        swept += proposal.covered
-        eligible = proposal.eligible
-        if proposal.command is not None:  # taken as refused: the sweep goes on after it
-            found += 1
-            progress = Progress(single_after=proposal.command.candidates[0].name)
-        elif proposal.progress is not None:
-            progress = proposal.progress
-        if swept >= eligible:
+def sweep(snap: Snapshot, limit: float) -> None:
+    """Every candidate examined as single-node consolidation examines it (the by-requests test,
+    then the simulation) as if none consolidated, until all are done or `limit` seconds: what a
+    sweep that finds nothing costs, whichever passes it is spread over."""
+    started = time.monotonic()
+    inputs = Inputs.of(snap, {"default": catalog()})
+    cands, _ = consolidation_candidates(inputs)
+    room = Room.of(inputs)
+    setup = time.monotonic() - started
+    examined = simulated = found = 0
+    started = time.monotonic()
+    for cand in cands:
+        if room.why_not(cand) is None:
+            simulated += 1
+            found += compute_consolidation(inputs, [cand], schedule).command is not None
+        examined += 1
+        if time.monotonic() - started >= limit:
             break
-    total = sum(times)
+    seconds = time.monotonic() - started
+    rate = examined / seconds
     print(
-        f"  {len(times)} pass(es), {total:.1f} s in all ({min(times):.1f}–{max(times):.1f} s a pass); covered {swept}"
-        f" of {eligible} candidates, {swept / total:.1f} candidates/s; {found} would have consolidated"
+        f"  {examined} of {len(cands)} candidates in {seconds:.1f} s ({rate:.1f}/s; {simulated} simulated,"
+        f" {examined - simulated} told by requests alone; {found} would consolidate); set-up {setup:.1f} s"
     )
-    if swept < eligible:
-        rate = swept / total
-        print(f"  stopped after {limit:.0f} s; a whole sweep at that rate: {eligible / rate:.0f} s")
+    if examined < len(cands):
+        print(f"  stopped after {limit:.0f} s; the whole sweep at that rate: {len(cands) / rate:.0f} s")
 
 
 if __name__ == "__main__":
