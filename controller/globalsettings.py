@@ -30,7 +30,7 @@ RESTRICTED_TAGS = (
     re.compile(r"^karpenter\.sh/provisioner-name$"),
     re.compile(r"^karpenter\.sh/managed-by$"),
 )
-IGNORED = ("aws.assumeRoleARN", "aws.assumeRoleDuration", "aws.enablePodENI", "aws.reservedENIs")
+IGNORED = ("aws.assumeRoleARN", "aws.assumeRoleDuration", "aws.reservedENIs")
 
 
 def _string(raw: str) -> str:
@@ -115,6 +115,7 @@ KEYS = (
     Key("aws.defaultInstanceProfile", "aws_default_instance_profile", _string, '""'),
     Key("aws.interruptionQueueName", "aws_interruption_queue", _string, '""'),
     Key("aws.vmMemoryOverheadPercent", "aws_vm_memory_overhead_percent", _float, "0.075", _not_negative),
+    Key("aws.enablePodENI", "aws_enable_pod_eni", _bool, "false"),
     Key("aws.enableENILimitedPodDensity", "aws_enable_eni_limited_pod_density", _bool, "true"),
     Key("aws.isolatedVPC", "aws_isolated_vpc", _bool, "false"),
     Key("aws.tags", "aws_tags", _tags, "{}", _restricted),

@@ -52,6 +52,7 @@ class Settings:
     aws_node_label: str = _f("", "label key=value every launched node carries (e.g. kwok's, for tests)")
     aws_tags: str = _f("", "JSON object of tags on every instance, volume and launch template")
     aws_vm_memory_overhead_percent: float = _f(0.075, "share of an instance's memory the hypervisor keeps")
+    aws_enable_pod_eni: bool = _f(False, "nodes offer vpc.amazonaws.com/pod-eni (security groups for pods)")
     aws_enable_eni_limited_pod_density: bool = _f(True, "max pods from the ENI limits (off: 110)")
     aws_node_name_convention: str = _f("ip-name", "node names: ip-name (private DNS name) or resource-name")
     aws_ownership_tag: str = _f(

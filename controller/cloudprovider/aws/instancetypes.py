@@ -12,8 +12,11 @@ offering is not in the insufficient-capacity cache. `volume_limits`: the EBS att
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from controller.cloudprovider.aws.overhead import MachineShape, capacity, eni_limited_pods, overhead
@@ -26,6 +29,7 @@ ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
 USAGE_CLASSES = (L.CAPACITY_TYPE_SPOT, L.CAPACITY_TYPE_ON_DEMAND)
 GPU_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "habana": "habana.ai/gaudi"}
 NEURON = "aws.amazon.com/neuron"
+POD_ENI = "vpc.amazonaws.com/pod-eni"
 _CATEGORY = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
 
 OfferingKey = tuple[str, str, str]
@@ -163,20 +167,34 @@ def offerings(
     return out
 
 
+@functools.cache
+def branch_interfaces() -> Mapping[str, int]:
+    """Instance type → branch network interfaces (`data/branch_enis.json`, dated; AWS publishes
+    this limit in no API): what `vpc.amazonaws.com/pod-eni` a node of the type offers."""
+    doc = json.loads((Path(__file__).parent / "data" / "branch_enis.json").read_text())
+    return {str(k): int(v) for k, v in doc["branchInterfaces"].items()}
+
+
 def instance_type(
     info: Mapping[str, Any],
     region: str,
     zones: Iterable[str],
     prices: Prices,
     unavailable: frozenset[OfferingKey] = frozenset(),
+    pod_eni: bool = False,
 ) -> InstanceType:
-    """One type as every provisioner sees it before its kubelet settings and node template."""
+    """One type as every provisioner sees it before its kubelet settings and node template.
+    `pod_eni` (Karpenter's `aws.enablePodENI`): trunking-compatible types offer their branch
+    interfaces as `vpc.amazonaws.com/pod-eni` (security groups for pods)."""
     labels = labels_of(info, region)
+    extended = extended_resources(info)
+    if pod_eni and branch_interfaces().get(labels[L.INSTANCE_TYPE], 0) > 0:
+        extended[POD_ENI] = branch_interfaces()[labels[L.INSTANCE_TYPE]]
     shape = MachineShape(
         vcpus=int(labels[L.INSTANCE_CPU]),
         memory_mib=int(labels[L.INSTANCE_MEMORY]),
         eni_pods=int(labels[L.INSTANCE_PODS]),
-        extended=extended_resources(info),
+        extended=extended,
     )
     cap = capacity(shape)
     it = new_instance_type(

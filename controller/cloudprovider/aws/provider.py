@@ -80,6 +80,7 @@ class AWSSettings:
     ownership_tag: str = OWNERSHIP_TAG  # key of the tag (value: cluster_name) on everything karpy creates
     launch_template_ttl: float = UNUSED_SECONDS  # a launch template unused this long is deleted
     vm_memory_overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT
+    enable_pod_eni: bool = False  # aws.enablePodENI: vpc.amazonaws.com/pod-eni capacity
 
     @staticmethod
     def from_settings(settings: Settings, tags: Mapping[str, str]) -> AWSSettings:
@@ -100,6 +101,7 @@ class AWSSettings:
             ownership_tag=settings.aws_ownership_tag,
             launch_template_ttl=settings.aws_launch_template_ttl_seconds,
             vm_memory_overhead_percent=settings.aws_vm_memory_overhead_percent,
+            enable_pod_eni=settings.aws_enable_pod_eni,
         )
 
 
@@ -294,7 +296,8 @@ class AWSCloudProvider:
         catalog = self._catalog
         assert catalog is not None
         version, unavailable = self.unavailable.snapshot()
-        key = (id(catalog), zones, version, self.prices.version)
+        pod_eni = self.settings.enable_pod_eni
+        key = (id(catalog), zones, version, self.prices.version, pod_eni)
         with self._lock:
             built = self._built.get(key)
         if built is None:
@@ -302,7 +305,7 @@ class AWSCloudProvider:
             for info in catalog.infos:
                 offered = catalog.zones_by_type.get(info["InstanceType"], frozenset()) & zones
                 if offered:
-                    out.append(instance_type(info, self.settings.region, offered, self.prices, unavailable))
+                    out.append(instance_type(info, self.settings.region, offered, self.prices, unavailable, pod_eni))
             built = tuple(sorted(out, key=lambda it: it.name))
             with self._lock:
                 if len(self._built) >= 8:  # stale versions

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import time
 
 import pytest
 
 from controller.cloudprovider.aws.fleet import OWNERSHIP_TAG
+from controller.cloudprovider.aws.instancetypes import branch_interfaces
 from controller.cloudprovider.aws.launchtemplates import CLUSTER_TAG
 from controller.cloudprovider.aws.provider import instance_id_of
 from controller.cloudprovider.aws.resolver import ResolutionError
@@ -19,6 +21,7 @@ from controller.garbagecollection.garbagecollection import GarbageCollectionCont
 from controller.kube.resources import NODES
 from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
+from tests.builders.scheduling import make_pod, run
 from tests.builders.wire import make_node
 from tests.controller.cloudprovider.aws.builders import CLUSTER, make_provider, make_request, make_template
 from tests.fakes.kube import FakeKube
@@ -299,3 +302,24 @@ def test_template_status_names_what_it_resolves_to_and_what_is_missing(moto_serv
     assert with_profile["problems"] == []
     nothing = env.provider.template_status(make_template(subnetSelector={"no": "match"}, instanceProfile="nodes"))
     assert nothing["subnets"] == [] and "no subnets matched" in nothing["problems"][0]
+
+
+def test_pod_eni_capacity_when_enabled(moto_server: MotoServer) -> None:
+    """aws.enablePodENI: trunking-compatible types offer their branch interfaces (security groups for pods)."""
+    env = make_provider(moto_server)
+    plain = by_name(env.provider.get_instance_types(None, make_template()), "m5.large")
+    assert "vpc.amazonaws.com/pod-eni" not in plain.capacity
+    env.provider.reconfigure(dataclasses.replace(env.provider.settings, enable_pod_eni=True))
+    types = env.provider.get_instance_types(None, make_template())
+    m5 = by_name(types, "m5.large")
+    assert m5.capacity["vpc.amazonaws.com/pod-eni"] == 9 and m5.allocatable["vpc.amazonaws.com/pod-eni"] == 9
+    assert by_name(types, "c5.xlarge").capacity["vpc.amazonaws.com/pod-eni"] == 18
+    untrunked = [it for it in types if it.name not in branch_interfaces()]  # not trunking-compatible
+    assert untrunked and all("vpc.amazonaws.com/pod-eni" not in it.capacity for it in untrunked)
+    # a pod of security groups for pods (the VPC resource controller adds the request) is scheduled
+    pod = dataclasses.replace(make_pod("sg-pod", cpu="1"), requests={"cpu": 1000, "vpc.amazonaws.com/pod-eni": 1})
+    result = run([pod], types=[m5, *untrunked[:20]])
+    launch = result.new_nodes[0].launch
+    assert not result.unschedulable and launch is not None and launch.instance_type.name == "m5.large"
+    without = run([pod], types=untrunked[:20])
+    assert "pod-eni" in next(iter(without.unschedulable.values()))
