@@ -23,10 +23,11 @@ solver's cost is per pod signature, so thousands of pods that never fit cost lit
 keep a small pod behind them from its node. Every pod of a pass gets its evaluation (time,
 outcome — launched, nominated, unschedulable, launch-failed, ignored — and reason) in the decision
 log (`DecisionLog.evaluated`), read by `/api/v1/pods/pending`, the dashboard and `karpy explain
-pod`; pods that are gone are forgotten. `FailedScheduling` events are written for at most
-`FAILED_SCHEDULING_EVENTS_PER_PASS` pods a pass (the recorder's 2-minute de-duplication makes that a
-rotation over the unschedulable pods), so 10,000 unschedulable pods do not make a pass wait on
-10,000 API writes. The pass's duration and the pods it considered are metrics.
+pod`; pods that are gone are forgotten (every `RETAIN_SECONDS`, not every tick).
+`FailedScheduling` events are written for at most `FAILED_SCHEDULING_EVENTS_PER_PASS` pods a pass
+(the recorder's 2-minute de-duplication makes that a rotation over the unschedulable pods), so
+10,000 unschedulable pods do not make a pass wait on 10,000 API writes. The pass's duration and
+the pods it considered are metrics.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from controller.state.snapshot import PodView, Snapshot
 log = logging.getLogger(__name__)
 
 NOMINATED_EVENTS_PER_BATCH = 10  # Karpenter rate-limits Nominated events (burst 10)
+RETAIN_SECONDS = 10.0  # how often the evaluations of pods that are gone are forgotten
 FAILED_SCHEDULING_EVENTS_PER_PASS = 100  # the rest of a pass's unschedulable pods: told in later passes
 
 
@@ -110,6 +112,7 @@ class ProvisioningController:
         self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
         self._last_try: dict[str, float] = {}
         self._batch_taken = 0.0  # when the last batch's snapshot was taken
+        self._retained = float("-inf")  # when the evaluations of gone pods were last forgotten
         self._templates: dict[str, AWSNodeTemplate | None] = {}
         self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
         self.pinner = Pinner(kube, state)
@@ -122,7 +125,9 @@ class ProvisioningController:
         found = provisionable(snap)
         for pod, _ in found.ignored:  # not karpy's to place: kube-scheduler decides, as before
             self.pinner.release(pod)
-        self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})  # forget the pods that are gone
+        if snap.now - self._retained >= RETAIN_SECONDS:  # forget the pods that are gone (not every tick)
+            self._retained = snap.now
+            self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})
         self._trigger(found, snap.now)
         if not self.batcher.ready():
             return None

@@ -14,6 +14,7 @@ from controller.decisions import LAUNCHED, UNSCHEDULABLE
 from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES
 from controller.provisioning.controller import (
     FAILED_SCHEDULING_EVENTS_PER_PASS,
+    RETAIN_SECONDS,
     ProvisioningController,
     ProvisioningPass,
     ProvisioningSettings,
@@ -321,5 +322,6 @@ def test_the_evaluations_of_pods_that_are_gone_are_forgotten() -> None:
     assert env.controller.decisions.evaluation("pod/default/huge") is not None
     env.kube.delete(PODS, "huge", "default")
     env.sync()
+    env.clock.step(RETAIN_SECONDS)  # gone pods are forgotten every RETAIN_SECONDS, not every tick
     env.controller.reconcile()
     assert env.controller.decisions.evaluation("pod/default/huge") is None
