@@ -5,9 +5,12 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 
 from controller.capacity import CapacityCollector, metric_families
+from controller.exposition import exposition
 from controller.state.snapshot import Snapshot
 from tests.builders.wire import make_node, make_pod
+from tests.controller.provisioning.simcluster import SimCluster
 from tests.fakes.world import state_of
+from tests.support.promql import dashboard_needs, missing
 
 PRICES = {("m5.large", "us-west-2a", "on-demand"): 0.096}
 WEB = [
@@ -108,3 +111,22 @@ def test_registering_reads_neither_the_cluster_nor_the_cloud() -> None:
     registry.register(collector)
     assert "karpenter_pods_state" in {m.name for m in collector.describe()}
     registry.unregister(collector)
+
+
+def test_the_capacity_dashboards_node_and_pod_queries_read_a_provisioned_cluster() -> None:
+    # karpy's provisioning has launched and bound three pods, the DaemonSet's pod is on the node
+    sim = SimCluster(with_daemonset=True)
+    for _ in range(3):
+        sim.add_pod("web")
+    sim.kube_scheduler()  # no node yet: marked unschedulable
+    sim.batch()
+    sim.sync()
+    assert [len(n.pods) for n in sim.state.snapshot().nodes.values()] == [4]
+    registry = CollectorRegistry()
+    registry.register(CapacityCollector(sim.state.snapshot, lambda: {}))
+    families = {f.name for f in metric_families(sim.state.snapshot(), {})}
+    wanted = {name: labels for name, labels in dashboard_needs("capacity").items() if name in families}
+    assert set(wanted) == {"karpenter_nodes_allocatable", "karpenter_nodes_total_daemon_requests",
+                           "karpenter_nodes_total_pod_requests", "karpenter_pods_state"}  # fmt: skip
+    assert missing("", wanted)  # the check can fail
+    assert missing(exposition(registry).decode(), wanted) == []

@@ -9,42 +9,13 @@ nodes (a provisioner with limits, a DaemonSet, a Deployment scaled up then to ze
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.env import FAST, KarpyEnv
 from tests.support.poll import until
-from tests.support.promql import needs
+from tests.support.promql import dashboard_needs, missing
 
 pytestmark = pytest.mark.e2e
-
-QUERIES = Path(__file__).resolve().parents[2] / "data" / "karpenter-v0.31-dashboard-queries.json"
-
-
-def dashboard_needs() -> dict[str, set[str]]:
-    data = json.loads(QUERIES.read_text())
-    out: dict[str, set[str]] = {}
-    for dashboard in data["dashboards"].values():
-        for query in dashboard["queries"]:
-            for name, labels in needs(query, dashboard["customVariables"]).items():
-                out.setdefault(name, set()).update(labels)
-    return out
-
-
-def missing(text: str, wanted: dict[str, set[str]]) -> list[str]:
-    """The (metric, labels) the dashboards need that no sample of `text` has."""
-    samples: dict[str, list[set[str]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples.setdefault(family.name, []).append(set(sample.labels))
-    out = []
-    for name, labels in sorted(wanted.items()):
-        if not any(labels <= have for have in samples.get(name, [])):
-            out.append(f"{name}{sorted(labels)} (present: {sorted(map(sorted, samples.get(name, [])))[:2]})")
-    return out
 
 
 def test_every_metric_and_label_of_karpenters_dashboards_is_on_metrics(karpy: KarpyEnv) -> None:
