@@ -1,13 +1,21 @@
 """`PodStartupMetrics` (`metrics.pods`): Karpenter's `karpenter_pods_startup_time_seconds`.
 
-`reconcile()` (job every second) observes, once per pod, the time from the pod's creation to the
-first snapshot that shows it `Running` (Karpenter v0.31's pod metrics controller: "the time from
-pod creation until the pod is running"). Pods already running when the controller starts are
-not observed (their age says nothing about startup); pods that go away are forgotten.
+`reconcile()` (job every second) does what Karpenter v0.31's pod metrics controller does: a pod
+seen `Pending` is remembered; once it is past `Pending` and its `Ready` condition is `True`, the
+time from its creation to that condition's `lastTransitionTime` is observed, once (Karpenter
+takes the condition whatever its status; a running pod whose readiness probe has not passed yet
+would then count the time it was created at). Reading the
+condition's own time makes the figure independent of how often this job runs. Pods never seen
+pending (running when the controller started) are not observed — their age says nothing about
+startup; pods that go away are forgotten.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from controller.core.timestamps import parse_timestamp
 from controller.metrics import PODS_STARTUP_TIME
 from controller.state.cluster import ClusterState
 
@@ -17,18 +25,30 @@ class PodStartupMetrics:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self._running: set[str] | None = None  # None: not synced yet
+        self._pending: set[str] = set()
 
     def reconcile(self) -> int:
         """How many startups were observed in this pass."""
         snap = self.state.snapshot()
         if not snap.synced:
             return 0
-        running = {key for key, pod in snap.pods.items() if pod.phase == "Running"}
         observed = 0
-        if self._running is not None:
-            for key in sorted(running - self._running):
-                PODS_STARTUP_TIME.observe(max(0.0, snap.now - snap.pods[key].created))
+        for key, pod in snap.pods.items():
+            if pod.phase == "Pending":
+                self._pending.add(key)
+                continue
+            ready = _ready_since(pod.obj) if key in self._pending else None
+            if ready is not None:
+                PODS_STARTUP_TIME.observe(max(0.0, ready - pod.created))
+                self._pending.discard(key)
                 observed += 1
-        self._running = running
+        self._pending &= snap.pods.keys()
         return observed
+
+
+def _ready_since(obj: Mapping[str, Any]) -> float | None:
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready" and cond.get("status") == "True":
+            since = cond.get("lastTransitionTime")
+            return parse_timestamp(since if isinstance(since, str) else None)
+    return None

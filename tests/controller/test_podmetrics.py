@@ -1,6 +1,9 @@
-"""Pod startup time: observed once per pod, from creation to the first snapshot showing it Running."""
+"""Pod startup time as Karpenter observes it: for a pod seen Pending, creation → its Ready
+condition's transition, once."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from prometheus_client import REGISTRY
 
@@ -10,23 +13,36 @@ from tests.builders.wire import make_pod
 from tests.fakes.world import World
 
 
-def count() -> float:
-    return REGISTRY.get_sample_value("karpenter_pods_startup_time_seconds_count") or 0.0
+def observed() -> tuple[float, float]:
+    count = REGISTRY.get_sample_value("karpenter_pods_startup_time_seconds_count") or 0.0
+    return count, REGISTRY.get_sample_value("karpenter_pods_startup_time_seconds_sum") or 0.0
 
 
-def test_each_pod_is_observed_once_when_it_starts_running_and_old_ones_not_at_all() -> None:
+def running(name: str, ready_at: str | None, ready: str = "True") -> dict[str, Any]:
+    pod = make_pod(name, node="n1")  # created 2024-01-01T00:00:00Z
+    pod["status"]["phase"] = "Running"
+    if ready_at is not None:
+        pod["status"]["conditions"] = [{"type": "Ready", "status": ready, "lastTransitionTime": ready_at}]
+    return pod
+
+
+def test_a_pending_pod_is_observed_once_at_its_ready_transition_and_old_ones_not_at_all() -> None:
     world = World.make()
-    already = make_pod("old", node="n1")
-    already["status"]["phase"] = "Running"
-    world.put(PODS, already, make_pod("new"))
+    world.put(PODS, running("old", "2024-01-01T00:00:03Z"), make_pod("new"))
     world.sync()
     metrics = PodStartupMetrics(world.state)
-    before = count()
+    before = observed()
     assert metrics.reconcile() == 0  # running at start: its age says nothing about startup
-    started = make_pod("new", node="n1")
-    started["status"]["phase"] = "Running"
-    world.put(PODS, started)
+    world.put(PODS, running("new", None))  # running, no Ready condition yet
     world.step(5)
     world.sync()
-    assert metrics.reconcile() == 1 and count() == before + 1
+    assert metrics.reconcile() == 0
+    world.put(PODS, running("new", "2024-01-01T00:00:01Z", ready="False"))  # its readiness probe has not passed
+    world.sync()
+    assert metrics.reconcile() == 0
+    world.put(PODS, running("new", "2024-01-01T00:00:07Z"))
+    world.step(60)  # however late this job sees it, the figure is the condition's own time
+    world.sync()
+    assert metrics.reconcile() == 1
+    assert observed() == (before[0] + 1, before[1] + 7.0)
     assert metrics.reconcile() == 0  # once per pod
