@@ -5,7 +5,8 @@
 pricing and events, with an optional endpoint URL so the same code talks to moto_server); tests
 use a fake transport that records calls and injects errors (`tests/fakes/aws.py`).
 
-`AWSApi` is what the provider calls: `call()` retries throttling (`RequestLimitExceeded`,
+`AWSApi` is what the provider calls: `call()` first takes a token from the action's client-side
+bucket (`ratelimit.py`: EC2's per-action pacing), then retries throttling (`RequestLimitExceeded`,
 `Throttling`…) with exponential backoff, `pages()` follows `NextToken`, and every failure becomes
 an `AWSError` whose message names the call and the resource ("ec2 CreateFleet (provisioner
 default): InsufficientInstanceCapacity: …"). Nothing here decides anything.
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from controller.cloudprovider.aws.ratelimit import RateLimiter
 from controller.cloudprovider.errors import CloudProviderError
 
 log = logging.getLogger(__name__)
@@ -101,14 +103,19 @@ class AWSApi:
         sleep: Callable[[float], None] = time.sleep,
         attempts: int = 5,
         base_delay: float = 0.2,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.transport = transport
         self._sleep = sleep
+        self.limiter = limiter or RateLimiter(sleep=sleep)
+        self.calls: dict[str, int] = {}  # operation → calls sent (retries included)
         self._attempts = attempts
         self._base_delay = base_delay
 
     def call(self, service: str, operation: str, resource: str = "", **params: Any) -> dict[str, Any]:
         for attempt in range(self._attempts):
+            self.limiter.acquire(operation)
+            self.calls[operation] = self.calls.get(operation, 0) + 1
             try:
                 return self.transport.call(service, operation, params)
             except ApiError as err:
