@@ -97,7 +97,7 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
 ) -> None:
     account, cloud = aws
     karpy.provisioner(providerRef={"name": "default"}, requirements=[TYPES], ttlSecondsAfterEmpty=2)
-    start(karpy, moto_server, "--drift-enabled")
+    ctrl = start(karpy, moto_server, "--drift-enabled")
     karpy.deployment("web", 4, cpu="1", memory="1Gi")
     until(lambda: len(karpy.running("web")) == 4, 90, "4 pods Running on moto instances")
     nodes = karpy.nodes()
@@ -133,6 +133,14 @@ def test_pods_run_on_moto_instances_interruption_drains_leaks_are_collected_scal
     until(lambda: len([p for p in karpy.running("web") if node_of(p) != victim]) == 4, 90, "the pods running elsewhere")
     until(lambda: victim_pid not in {i.provider_id for i in cloud.list()}, 30, "the interrupted instance gone")
     assert any(e["reason"] == "NodeTerminatingOnInterruption" for e in karpy.events("NodeTerminatingOnInterruption"))
+    # counted as Karpenter counts it, under its names: one warning received, timed, acted on, deleted
+    metrics = str(ctrl.get("/metrics"))
+    for series in ('karpenter_interruption_received_messages{message_type="SpotInterruptionKind"} 1.0',
+                   'karpenter_interruption_actions_performed{action_type="CordonAndDrain"} 1.0',
+                   'karpenter_nodes_terminated{provisioner="default",reason="interruption"} 1.0',
+                   "karpenter_interruption_message_latency_time_seconds_count 1.0",
+                   "karpenter_interruption_deleted_messages 1.0"):  # fmt: skip
+        assert series + "\n" in metrics, series
 
     # a leaked instance of karpy's (its ownership tag, for this cluster) is terminated
     tags = [
