@@ -125,6 +125,14 @@ class Prices:
     def spot(self, instance_type: str, zone: str) -> float | None:
         return self._spot.get((instance_type, zone), self._on_demand.get(instance_type))
 
+    def estimates(self) -> list[tuple[str, str, str, float]]:
+        """Every known price as (instance type, capacity type, zone — "" for on-demand, price)."""
+        with self._lock:
+            on_demand, spot = dict(self._on_demand), dict(self._spot)
+        return [(t, "on-demand", "", p) for t, p in sorted(on_demand.items())] + [
+            (t, "spot", zone, p) for (t, zone), p in sorted(spot.items())
+        ]
+
     def refresh_on_demand(self, api: AWSApi) -> int:
         prices = fetch_on_demand(api, self.region)
         if not prices:

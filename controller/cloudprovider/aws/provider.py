@@ -42,6 +42,7 @@ from controller.cloudprovider.aws.api import AWSApi, AWSError
 from controller.cloudprovider.aws.fleet import ICE_CODES, OWNERSHIP_TAG, Plan, fleet_request, instance_tags, plan_launch
 from controller.cloudprovider.aws.instancetypes import GPU_RESOURCES, NEURON, instance_type, usable
 from controller.cloudprovider.aws.launchtemplates import UNUSED_SECONDS, LaunchTemplates, launch_template_data
+from controller.cloudprovider.aws.metrics import record_instance_types, record_prices
 from controller.cloudprovider.aws.overhead import VM_MEMORY_OVERHEAD_PERCENT
 from controller.cloudprovider.aws.pricing import Prices
 from controller.cloudprovider.aws.resolver import ResolutionError, Resolver, ami_for
@@ -236,6 +237,7 @@ class AWSCloudProvider:
             if force or self._prices_at is None or now - self._prices_at >= PRICES_TTL:
                 self._prices_at = now
                 self._refresh_prices()
+                record_prices(self.settings.region, self.prices.estimates())
             self.launch_templates.cleanup()
 
     def _load_catalog(self) -> None:
@@ -266,6 +268,7 @@ class AWSCloudProvider:
             self._catalog = catalog
             self._built.clear()
             self._shaped.clear()
+        record_instance_types(catalog.infos)
         log.info("discovered %d instance types in %s", len(catalog.infos), self.settings.region)
 
     def _refresh_prices(self) -> None:
