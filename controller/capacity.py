@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 from controller.core import labels as L
 from controller.core.resources import CPU, PODS
 from controller.insight import PriceKey, node_price
+from controller.metrics import resource_column
 from controller.scheduling.pods import PodSpecError, pod_limits
 from controller.state.snapshot import NodeView, Snapshot
 
@@ -39,10 +40,6 @@ def label_column(key: str) -> str:
 NODE_LABELS = ["node_name", "provisioner", "phase", "resource_type", *(label_column(k) for k in WELL_KNOWN)]
 POD_LABELS = ["name", "namespace", "owner", "node", "provisioner", "zone", "arch", "capacity_type", "instance_type",
               "phase"]  # fmt: skip
-
-
-def resource_column(resource: str) -> str:
-    return resource.lower().replace("-", "_")
 
 
 def _value(resource: str, amount: int) -> float:

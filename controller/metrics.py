@@ -27,6 +27,12 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0
                     20, 25, 30, 40, 50, 60)  # fmt: skip
 
 
+def resource_column(resource: str) -> str:
+    """A resource name as Karpenter's `resource_type` label writes it: lower case, `-` → `_`
+    (`ephemeral_storage`)."""
+    return resource.lower().replace("-", "_")
+
+
 class KarpenterCounter(Counter):
     """A counter whose series carry its own name, as Karpenter's Go counters do (no `_total`, no
     `_created`); `inc()` only, like any `Counter`."""

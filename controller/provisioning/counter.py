@@ -23,6 +23,7 @@ from controller.core.timestamps import format_timestamp
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError
 from controller.kube.resources import PROVISIONERS
+from controller.metrics import resource_column
 from controller.provisioning.metrics import PROVISIONER_LIMIT, PROVISIONER_USAGE, PROVISIONER_USAGE_PCT
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import ProvisionerView, Snapshot
@@ -120,12 +121,14 @@ class CounterController:
         for name, view in snap.provisioners.items():
             usage = snap.provisioner_usage(name)
             limits = view.spec.limits if view.spec else {}
-            # Karpenter exports CPU in cores (karpy keeps millicores internally)
+            # Karpenter exports CPU in cores (karpy keeps millicores internally), resource types
+            # snake-cased, and a usage of 100 % against a zero limit
             for resource, value in usage.items():
-                PROVISIONER_USAGE.labels(resource_type=resource, provisioner=name).set(metric_value(resource, value))
+                column = resource_column(resource)
+                PROVISIONER_USAGE.labels(resource_type=column, provisioner=name).set(metric_value(resource, value))
             for resource, limit in limits.items():
-                PROVISIONER_LIMIT.labels(resource_type=resource, provisioner=name).set(metric_value(resource, limit))
-                if limit:
-                    pct = 100.0 * usage.get(resource, 0) / limit
-                    PROVISIONER_USAGE_PCT.labels(resource_type=resource, provisioner=name).set(pct)
+                column = resource_column(resource)
+                PROVISIONER_LIMIT.labels(resource_type=column, provisioner=name).set(metric_value(resource, limit))
+                pct = 100.0 * usage.get(resource, 0) / limit if limit else 100.0
+                PROVISIONER_USAGE_PCT.labels(resource_type=column, provisioner=name).set(pct)
         return patched
