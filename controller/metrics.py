@@ -123,6 +123,32 @@ def _format(q: float) -> str:
     return "0" if q == 0 else "1" if q == 1 else str(q)
 
 
+# Karpenter v0.31's machine lifecycle counters; karpy has no Machine objects, a node stands for
+# its machine (as for `karpenter_machines_disrupted` / `_drifted` in deprovisioning's metrics):
+# created and launched when the launcher has the instance and its Node, initialized when the
+# node is labelled initialized, terminated wherever a node is (reason as `karpenter_nodes_terminated`).
+MACHINES_CREATED = KarpenterCounter(
+    "karpenter_machines_created",
+    "Number of machines created in total by Karpenter. Labeled by reason the machine was created and the owning "
+    "provisioner.",
+    ["reason", "provisioner"],
+)
+MACHINES_LAUNCHED = KarpenterCounter(
+    "karpenter_machines_launched",
+    "Number of machines launched in total by Karpenter. Labeled by the owning provisioner.",
+    ["provisioner"],
+)
+MACHINES_INITIALIZED = KarpenterCounter(
+    "karpenter_machines_initialized",
+    "Number of machines initialized in total by Karpenter. Labeled by the owning provisioner.",
+    ["provisioner"],
+)
+MACHINES_TERMINATED = KarpenterCounter(
+    "karpenter_machines_terminated",
+    "Number of machines terminated in total by Karpenter. Labeled by reason the machine was terminated and the owning "
+    "provisioner.",
+    ["reason", "provisioner"],
+)
 NODES_TERMINATION_TIME = QuantileSummary(
     "karpenter_nodes_termination_time_seconds",
     "The time taken between a node's deletion request and the removal of its finalizer",

@@ -342,6 +342,7 @@ class DeprovisioningController:
                 continue
             log.info("deleted node %s", cand.name)
             M.NODES_TERMINATED.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
+            M.MACHINES_TERMINATED.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
 
     def _cordon(self, names: Sequence[str]) -> dict[str, Obj]:
         """Cordon and mark each node; the nodes as patched, by name."""

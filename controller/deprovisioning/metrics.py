@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from prometheus_client import Gauge, Histogram
 
-from controller.metrics import DURATION_BUCKETS, NODES_CREATED, NODES_TERMINATED, KarpenterCounter
+from controller.metrics import DURATION_BUCKETS, MACHINES_TERMINATED, NODES_CREATED, NODES_TERMINATED, KarpenterCounter
 
 ACTIONS_PERFORMED = KarpenterCounter(
     "karpenter_deprovisioning_actions_performed",
@@ -68,6 +68,7 @@ __all__ = [
     "EVALUATION_DURATION",
     "MACHINES_DISRUPTED",
     "MACHINES_DRIFTED",
+    "MACHINES_TERMINATED",
     "NODES_CREATED",
     "NODES_TERMINATED",
     "PASS_COMPLETE",

@@ -48,7 +48,7 @@ from controller.interruption.replacement import replacement_missing
 from controller.kube.client import Kube
 from controller.kube.errors import KubeError, NotFoundError
 from controller.kube.resources import NODES
-from controller.metrics import NODES_TERMINATED
+from controller.metrics import MACHINES_TERMINATED, NODES_TERMINATED
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import NodeView
 
@@ -219,7 +219,9 @@ class InterruptionController:
         self.recorder.publish(
             Event(_ref(node), WARNING, "NodeTerminatingOnInterruption", "Node is terminating due to interruption")
         )
-        NODES_TERMINATED.labels(reason="interruption", provisioner=node.labels.get(L.PROVISIONER_NAME, "")).inc()
+        provisioner = node.labels.get(L.PROVISIONER_NAME, "")
+        NODES_TERMINATED.labels(reason="interruption", provisioner=provisioner).inc()
+        MACHINES_TERMINATED.labels(reason="interruption", provisioner=provisioner).inc()
         self.decisions.record(Decision(self.name, TERMINATED, f"node/{node.name}", f"{kind} of {instance_id}: {why}"))
         log.info("node %s: %s of %s, draining (%s)", node.name, kind, instance_id, why)
         return True

@@ -16,6 +16,7 @@ from controller.core import labels as L
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
+from controller.metrics import MACHINES_INITIALIZED
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import NodeView, Snapshot
 
@@ -63,5 +64,6 @@ class InitializationController:
             except (KubeError, OSError) as err:
                 log.warning("labelling node %s initialized: %s", node.name, err)
                 continue
+            MACHINES_INITIALIZED.labels(provisioner=node.provisioner or "").inc()
             done.append(node.name)
         return done

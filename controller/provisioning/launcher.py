@@ -31,7 +31,7 @@ from controller.cloudprovider.errors import CloudProviderError
 from controller.kube.client import Kube
 from controller.kube.errors import AlreadyExistsError, KubeError
 from controller.kube.resources import NODES
-from controller.metrics import CLOUDPROVIDER_DURATION, NODES_CREATED
+from controller.metrics import CLOUDPROVIDER_DURATION, MACHINES_CREATED, MACHINES_LAUNCHED, NODES_CREATED
 from controller.provisioning.nodes import node_object
 from controller.scheduling.types import NewNode, ProvisionerSpec
 from controller.state.cluster import ClusterState
@@ -106,6 +106,8 @@ class Launcher:
         for resource, value in instance.capacity.items():
             usage[resource] = usage.get(resource, 0) + value
         NODES_CREATED.labels(reason=reason, provisioner=provisioner.name).inc()
+        MACHINES_CREATED.labels(reason=reason, provisioner=provisioner.name).inc()
+        MACHINES_LAUNCHED.labels(provisioner=provisioner.name).inc()
         log.info(
             "launched node %s (%s, %s, %s, $%.4f/h) for %d pod(s)",
             instance.name,

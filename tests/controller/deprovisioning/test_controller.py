@@ -80,6 +80,7 @@ def test_nothing_happens_before_state_is_synced() -> None:
 def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
     world = World()
     world.remember("karpenter_nodes_terminated", reason="emptiness/delete", provisioner="default")
+    world.remember("karpenter_machines_terminated", reason="emptiness/delete", provisioner="default")
     world.remember("karpenter_deprovisioning_actions_performed", action="emptiness/delete", deprovisioner="emptiness")
     world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=5))
     world.node("n1")
@@ -90,6 +91,7 @@ def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
     world.reconcile(step=3)
     assert world.deleting() == ["n1"]
     assert world.metric("karpenter_nodes_terminated", reason="emptiness/delete", provisioner="default") == 1
+    assert world.metric("karpenter_machines_terminated", reason="emptiness/delete", provisioner="default") == 1
     assert (
         world.metric("karpenter_deprovisioning_actions_performed", action="emptiness/delete", deprovisioner="emptiness")
         == 1
@@ -159,6 +161,7 @@ def test_replacement_is_ready_before_the_old_node_goes() -> None:
     world.reconcile(step=2)
     assert world.deleting() == ["big"]
     assert world.metric("karpenter_nodes_created", reason="consolidation/replace", provisioner="default") == 1
+    assert world.metric("karpenter_machines_created", reason="consolidation/replace", provisioner="default") == 1
 
 
 def test_failed_launch_uncordons_and_keeps_the_node() -> None:

@@ -19,11 +19,13 @@ RECEIVED = "karpenter_interruption_received_messages"
 DELETED = "karpenter_interruption_deleted_messages"
 ACTIONS = "karpenter_interruption_actions_performed"
 LATENCY = "karpenter_interruption_message_latency_time_seconds"
+TERMINATED = "karpenter_machines_terminated"
 SERIES = [
     (RECEIVED, {"message_type": kind})
     for kind in ("SpotInterruptionKind", "RebalanceRecommendationKind", "NoOpKind", "ScheduledChangeKind")
 ] + [(DELETED, {}), (ACTIONS, {"action_type": "CordonAndDrain"}), (ACTIONS, {"action_type": "NoAction"}),
-     (LATENCY + "_count", {}), (LATENCY + "_sum", {})]  # fmt: skip
+     (LATENCY + "_count", {}), (LATENCY + "_sum", {}),
+     (TERMINATED, {"provisioner": "default", "reason": "interruption"})]  # fmt: skip
 
 
 def values() -> dict[str, float]:
@@ -70,6 +72,7 @@ def test_every_message_counted_by_kind_deleted_and_timed_and_every_node_action()
         f"{ACTIONS}[('action_type', 'NoAction')]": 1.0,
         f"{LATENCY}_count[]": 2.0,  # the spot warning and the rebalance (the no-op and the untimed are not)
         f"{LATENCY}_sum[]": 4.0,
+        f"{TERMINATED}[('provisioner', 'default'), ('reason', 'interruption')]": 1.0,  # nothing to move: at once
     }
     assert all(e["reason"] for e in world.kube.events)  # the no-op published nothing
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
@@ -57,8 +58,15 @@ def make_env(bind: bool = True, **provisioner: object) -> Env:
 TOLERATE = [{"key": "dedicated", "operator": "Exists"}]
 
 
+def counted(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 def test_pending_pods_get_a_node_with_the_provisioners_shape_and_are_bound() -> None:
     env = make_env()
+    created = {"reason": "provisioning", "provisioner": "default"}
+    before = [counted(n, **created) for n in ("karpenter_nodes_created", "karpenter_machines_created")]
+    launched = counted("karpenter_machines_launched", provisioner="default")
     for i in range(3):
         tolerations = [*TOLERATE, {"key": "init", "operator": "Exists"}]
         env.kube.put(PODS, make_pod(f"p{i}", cpu="500m", tolerations=tolerations))
@@ -73,6 +81,9 @@ def test_pending_pods_get_a_node_with_the_provisioners_shape_and_are_bound() -> 
     assert node["status"]["allocatable"]["cpu"]
     assert node["metadata"]["labels"][L.HOSTNAME] == node["metadata"]["name"]
     assert sorted(p for p, _ in env.kube.bindings) == ["default/p0", "default/p1", "default/p2"]
+    after = [counted(n, **created) for n in ("karpenter_nodes_created", "karpenter_machines_created")]
+    assert after == [b + 1 for b in before]
+    assert counted("karpenter_machines_launched", provisioner="default") == launched + 1
 
 
 def test_pods_that_do_not_tolerate_a_startup_taint_are_left_to_kube_scheduler() -> None:

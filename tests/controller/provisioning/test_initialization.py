@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from controller.core import labels as L
 from controller.kube.resources import NODES, PODS
 from controller.provisioning.initialization import InitializationController
@@ -48,11 +50,13 @@ def test_initialized_once_ready_without_startup_taints_and_with_extended_resourc
         env.sync()
         return controller.reconcile()
 
+    initialized = REGISTRY.get_sample_value("karpenter_machines_initialized", {"provisioner": "default"}) or 0.0
     assert step({}) == []  # not Ready
     assert step({"status.conditions": [{"type": "Ready", "status": "True"}]}) == []  # startup taint
     assert step({"spec.taints": [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}]}) == []  # no GPU yet
     assert step({"status.allocatable": {**node["status"]["capacity"]}}) == ["n1"]
     assert env.kube.find(NODES, "n1")["metadata"]["labels"][L.INITIALIZED] == "true"  # type: ignore[index]
+    assert REGISTRY.get_sample_value("karpenter_machines_initialized", {"provisioner": "default"}) == initialized + 1
 
 
 def test_an_initialized_node_enforces_startup_taints_like_any_taint() -> None:
