@@ -204,6 +204,10 @@ class DeprovisioningController:
         self._progress = decision.progress  # an incomplete pass is not idle: the next tick continues
         M.PASS_SECONDS.set(elapsed)
         M.PASS_COMPLETE.set(0 if decision.incomplete else 1)
+        if decision.incomplete:
+            M.CONSOLIDATION_TIMEOUTS.labels(
+                consolidation_type=M.CONSOLIDATION_TYPES.get(decision.method, decision.method)
+            ).inc()
         for method, count in decision.covered.items():
             M.CANDIDATES_COVERED.labels(method=method).set(count)
         if decision.covered:  # a pass that reached the consolidation methods
@@ -322,6 +326,7 @@ class DeprovisioningController:
         ex = self._execution
         assert ex is not None
         log.error("deprovisioning via %s failed: %s", ex.command.deprovisioner, why)
+        M.REPLACEMENT_LAUNCH_FAILED.labels(deprovisioner=ex.command.reason).inc()
         self.decisions.record(decisionlog.failed(ex.command, why))
         self._state.unmark_for_deletion(ex.command.node_names)
         self._execution = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from prometheus_client import Gauge, Histogram
 
+from controller.deprovisioning.types import MULTI_NODE_CONSOLIDATION, SINGLE_NODE_CONSOLIDATION
 from controller.metrics import DURATION_BUCKETS, MACHINES_TERMINATED, NODES_CREATED, NODES_TERMINATED, KarpenterCounter
 
 ACTIONS_PERFORMED = KarpenterCounter(
@@ -56,14 +57,29 @@ MACHINES_DRIFTED = KarpenterCounter(
     ["type", "provisioner"],
 )
 REPLACEMENT_INITIALIZED = Histogram(
-    "karpenter_deprovisioning_replacement_node_initialized_seconds",
+    "karpenter_deprovisioning_replacement_machine_initialized_seconds",
     "Amount of time required for a replacement node to become initialized.",
     buckets=DURATION_BUCKETS,
 )
+REPLACEMENT_LAUNCH_FAILED = KarpenterCounter(
+    "karpenter_deprovisioning_replacement_machine_launch_failure_counter",
+    "The number of times that Karpenter failed to launch a replacement node for deprovisioning. Labeled by "
+    "deprovisioner.",
+    ["deprovisioner"],
+)
+# Karpenter's consolidation timeouts are karpy's passes that stop on their budget (resumed next).
+CONSOLIDATION_TIMEOUTS = KarpenterCounter(
+    "karpenter_deprovisioning_consolidation_timeouts",
+    "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
+    ["consolidation_type"],
+)
+CONSOLIDATION_TYPES = {MULTI_NODE_CONSOLIDATION: "multi-machine", SINGLE_NODE_CONSOLIDATION: "single-machine"}
 
 __all__ = [
     "ACTIONS_PERFORMED",
     "CANDIDATES_COVERED",
+    "CONSOLIDATION_TIMEOUTS",
+    "CONSOLIDATION_TYPES",
     "ELIGIBLE_MACHINES",
     "EVALUATION_DURATION",
     "MACHINES_DISRUPTED",
@@ -74,4 +90,5 @@ __all__ = [
     "PASS_COMPLETE",
     "PASS_SECONDS",
     "REPLACEMENT_INITIALIZED",
+    "REPLACEMENT_LAUNCH_FAILED",
 ]

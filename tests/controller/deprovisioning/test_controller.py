@@ -374,11 +374,14 @@ def test_an_emptiness_delete_costs_nothing_after() -> None:
 
 def test_a_command_that_fails_is_in_the_decision_log_with_why() -> None:
     world = World(validation_wait_seconds=0, replacement_timeout_seconds=60)
+    failures = ("karpenter_deprovisioning_replacement_machine_launch_failure_counter", "consolidation/replace")
+    world.remember(failures[0], deprovisioner=failures[1])
     consolidating(world)
     world.node("big", "large")
     world.pod("a", "big", cpu="1.5")
     world.reconcile()
     world.reconcile(step=61)
+    assert world.metric(failures[0], deprovisioner=failures[1]) == 1
     failed, started = world.controller.decisions.recent()
     assert (started.action, failed.action) == ("consolidation/replace", "deprovisioning-failed")
     assert "never initialized" in failed.reason
@@ -407,6 +410,7 @@ def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_publi
     next continues after it (not after the poll period); coverage and time are metrics and
     `last_pass` (the dashboard's overview)."""
     world = World(consolidation_budget_seconds=0.0)
+    world.remember("karpenter_deprovisioning_consolidation_timeouts", consolidation_type="single-machine")
     consolidating(world)
     for i in range(3):  # pods pinned to their hosts: nothing to consolidate, three candidates to simulate
         world.node(f"n{i}")
@@ -416,6 +420,7 @@ def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_publi
     assert first["complete"] is False and first["stoppedIn"] == "singlenodeconsolidation"
     assert first["eligible"] == 3 and first["covered"]["singlenodeconsolidation"] == 1
     assert REGISTRY.get_sample_value("karpy_deprovisioning_pass_complete") == 0
+    assert world.metric("karpenter_deprovisioning_consolidation_timeouts", consolidation_type="single-machine") == 1
     assert (
         REGISTRY.get_sample_value("karpy_deprovisioning_candidates_covered", {"method": "singlenodeconsolidation"}) == 1
     )
