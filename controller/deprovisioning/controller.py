@@ -63,7 +63,9 @@ from controller.events import EventRecorder
 from controller.kube.client import Kube, Obj
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
 from controller.kube.resources import NODES
+from controller.provisioning.metrics import SIMULATION_DURATION
 from controller.provisioning.nodetemplates import instance_types_for
+from controller.scheduling.types import SchedulingInput, SchedulingResult
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 
@@ -99,6 +101,19 @@ def _default_scheduler() -> Scheduler:
     return schedule
 
 
+def _timed(scheduler: Scheduler) -> Scheduler:
+    """The scheduler, each simulation observed in `karpenter_provisioner_scheduling_simulation_duration_seconds`."""
+
+    def run(inp: SchedulingInput) -> SchedulingResult:
+        started = time.monotonic()
+        try:
+            return scheduler(inp)
+        finally:
+            SIMULATION_DURATION.observe(time.monotonic() - started)
+
+    return run
+
+
 class DeprovisioningController:
     name = "deprovisioning"
 
@@ -117,7 +132,7 @@ class DeprovisioningController:
     ) -> None:
         self._state, self._kube, self._cloud, self._launcher, self._clock = state, kube, cloud, launcher, clock
         self.settings = settings or DeprovisioningSettings()
-        self._scheduler = scheduler or _default_scheduler()
+        self._scheduler = _timed(scheduler or _default_scheduler())
         self.recorder = recorder or EventRecorder(kube, clock)
         self.decisions = decisions or DecisionLog(clock)
         self._pending: Pending | None = None

@@ -51,7 +51,7 @@ from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
 from controller.provisioning.launcher import Launcher, LaunchError
-from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION
+from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.provisioning.spreadpin import Pinner
@@ -178,6 +178,7 @@ class ProvisioningController:
         started = time.monotonic()
         result = schedule(inp)
         SCHEDULING_DURATION.observe(time.monotonic() - started)
+        SIMULATION_DURATION.observe(time.monotonic() - started)
         log.info(
             "scheduled %d pod(s): %d new node(s), %d on existing node(s), %d unschedulable",
             len(inp.pods), len(result.new_nodes), sum(len(v) for v in result.existing_assignments.values()),

@@ -11,6 +11,12 @@ SCHEDULING_DURATION = Histogram(
     "Duration of scheduling process in seconds.",
     buckets=DURATION_BUCKETS,
 )
+# Karpenter observes every scheduler run (its `Solve`): provisioning's and deprovisioning's simulations.
+SIMULATION_DURATION = Histogram(
+    "karpenter_provisioner_scheduling_simulation_duration_seconds",
+    "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
+    buckets=DURATION_BUCKETS,
+)
 PROVISIONER_LIMIT = Gauge(
     "karpenter_provisioner_limit", "The Provisioner Limits are the limits specified on the provisioner",
     ["resource_type", "provisioner"],

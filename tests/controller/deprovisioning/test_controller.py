@@ -65,6 +65,9 @@ class World(Cluster):
         self.baseline[(name, tuple(sorted(labels.items())))] = REGISTRY.get_sample_value(name, labels) or 0.0
 
 
+SIMULATIONS = "karpenter_provisioner_scheduling_simulation_duration_seconds_count"
+
+
 def consolidating(world: World) -> None:
     world.kube.put(PROVISIONERS, make_provisioner(consolidation={"enabled": True}))
 
@@ -376,12 +379,14 @@ def test_a_command_that_fails_is_in_the_decision_log_with_why() -> None:
     world = World(validation_wait_seconds=0, replacement_timeout_seconds=60)
     failures = ("karpenter_deprovisioning_replacement_machine_launch_failure_counter", "consolidation/replace")
     world.remember(failures[0], deprovisioner=failures[1])
+    world.remember(SIMULATIONS)
     consolidating(world)
     world.node("big", "large")
     world.pod("a", "big", cpu="1.5")
     world.reconcile()
     world.reconcile(step=61)
     assert world.metric(failures[0], deprovisioner=failures[1]) == 1
+    assert world.metric(SIMULATIONS) >= 1  # consolidation simulated the replacement
     failed, started = world.controller.decisions.recent()
     assert (started.action, failed.action) == ("consolidation/replace", "deprovisioning-failed")
     assert "never initialized" in failed.reason

@@ -67,6 +67,7 @@ def test_pending_pods_get_a_node_with_the_provisioners_shape_and_are_bound() -> 
     created = {"reason": "provisioning", "provisioner": "default"}
     before = [counted(n, **created) for n in ("karpenter_nodes_created", "karpenter_machines_created")]
     launched = counted("karpenter_machines_launched", provisioner="default")
+    simulations = counted("karpenter_provisioner_scheduling_simulation_duration_seconds_count")
     for i in range(3):
         tolerations = [*TOLERATE, {"key": "init", "operator": "Exists"}]
         env.kube.put(PODS, make_pod(f"p{i}", cpu="500m", tolerations=tolerations))
@@ -84,6 +85,7 @@ def test_pending_pods_get_a_node_with_the_provisioners_shape_and_are_bound() -> 
     after = [counted(n, **created) for n in ("karpenter_nodes_created", "karpenter_machines_created")]
     assert after == [b + 1 for b in before]
     assert counted("karpenter_machines_launched", provisioner="default") == launched + 1
+    assert counted("karpenter_provisioner_scheduling_simulation_duration_seconds_count") == simulations + 1
 
 
 def test_pods_that_do_not_tolerate_a_startup_taint_are_left_to_kube_scheduler() -> None:
