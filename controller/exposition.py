@@ -31,7 +31,7 @@ def exposition(registry: Collector = REGISTRY) -> bytes:
                 continue
             name = samples[0].name
         else:
-            name = family.name
+            name = family.name + "_info" if family.type == "info" else family.name
         doc = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
         out.append(f"# HELP {name} {doc}\n# TYPE {name} {_TEXT_TYPE.get(family.type, family.type)}\n")
         out.extend(_lines(samples))

@@ -3,7 +3,7 @@ names (no `_total` added, no `_created`), histograms and summaries whole, labels
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.exposition import exposition
@@ -18,6 +18,7 @@ def registry() -> CollectorRegistry:
     KarpenterCounter("karpenter_nodes_terminated", "Nodes terminated.", ["reason"], registry=reg)  # no series yet
     Counter("controller_runtime_reconcile_total", "Reconciles.", ["controller"], registry=reg).labels("p").inc()
     Histogram("karpenter_batch_seconds", "Batches.", buckets=(1.0, 2.0), registry=reg).observe(1.5)
+    Info("karpy_build", "Build.", registry=reg).info({"version": "1"})
     Gauge("karpenter_odd", "Help with a \\ and\na newline.", ["v"], registry=reg).labels('a"b\\c\nd').set(3)
     return reg
 
@@ -40,8 +41,9 @@ def test_no_created_series_and_empty_counters_left_out() -> None:
     assert "karpenter_nodes_terminated" not in text
 
 
-def test_histograms_and_escaping() -> None:
+def test_histograms_info_and_escaping() -> None:
     text = exposition(registry()).decode()
+    assert '# TYPE karpy_build_info gauge\nkarpy_build_info{version="1"} 1.0\n' in text
     assert "# TYPE karpenter_batch_seconds histogram\n" in text
     assert 'karpenter_batch_seconds_bucket{le="2.0"} 1.0\n' in text
     assert 'karpenter_batch_seconds_bucket{le="+Inf"} 1.0\n' in text
