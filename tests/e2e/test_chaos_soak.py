@@ -44,9 +44,9 @@ from tests.e2e.env import Controller, KarpyEnv, karpy_env
 from tests.support.placement import final_violations
 from tests.support.poll import settled
 
-pytestmark = [pytest.mark.e2e, pytest.mark.soak]
-
 MINUTES = float(os.environ.get("KARPY_SOAK_MINUTES", "30"))
+# the suite's 900 s per-test timeout would end it: the chaos, then up to 15 min to set up and settle
+pytestmark = [pytest.mark.e2e, pytest.mark.soak, pytest.mark.timeout(MINUTES * 60 + 900)]
 SEED = int(os.environ.get("KARPY_SOAK_SEED", str(int(time.time()))))
 LEDGER_GRACE = 120.0  # launch → Node, Node deleted → instance terminated, a leak → collected (gc 5 s)
 PENDING_LIMIT = 300.0  # batch windows (≤ 10 s) + launch + kwok, with kills, restarts and faults in the way
