@@ -63,7 +63,7 @@ NO_WAIT = DeprovisioningSettings(validation_wait_seconds=0.0)
 
 
 @dataclass
-class World:
+class PlannedCluster:
     """The objects being planned on, by kind, and what the plan did to them."""
 
     objects: dict[str, list[Obj]]
@@ -126,7 +126,7 @@ def _allows(reqs: Requirements, labels: Mapping[str, str]) -> bool:
 
 
 def _adopt(
-    world: World, snap: Snapshot, prices: Mapping[tuple[str, str, str], float], catalog: Sequence[InstanceType]
+    world: PlannedCluster, snap: Snapshot, prices: Mapping[tuple[str, str, str], float], catalog: Sequence[InstanceType]
 ) -> list[str]:
     """Give each node karpy does not manage a Provisioner, when one fits (module docstring)."""
     types = {it.name: dict(it.labels) for it in catalog}
@@ -178,7 +178,7 @@ def _node_object(name: str, new: NewNode) -> Obj:
     }
 
 
-def _launch(world: World, new: NewNode) -> str:
+def _launch(world: PlannedCluster, new: NewNode) -> str:
     world.launched += 1
     name = f"new-{world.launched}"
     world.objects[NODES.name].append(_node_object(name, new))
@@ -188,7 +188,7 @@ def _launch(world: World, new: NewNode) -> str:
     return name
 
 
-def _bind(world: World, moves: Mapping[str, str]) -> None:
+def _bind(world: PlannedCluster, moves: Mapping[str, str]) -> None:
     """Put each pod (key) on its node: bound, no longer unschedulable."""
     for pod in world.objects[PODS.name]:
         meta = pod.get("metadata") or {}
@@ -210,7 +210,9 @@ def _launch_json(name: str, new: NewNode) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _provision(world: World, snap: Snapshot, types: Mapping[str, Sequence[InstanceType]], scheduler: Scheduler) -> Any:
+def _provision(
+    world: PlannedCluster, snap: Snapshot, types: Mapping[str, Sequence[InstanceType]], scheduler: Scheduler
+) -> Any:
     found = provisionable(snap)
     if not found.pending:
         return [], {}
@@ -233,7 +235,7 @@ def _removed(cand: Candidate) -> dict[str, Any]:
     return {"node": cand.name, "instanceType": cand.instance_type.name, "pricePerHour": cand.price}
 
 
-def _apply(world: World, inputs: Inputs, cmd: Command, method: str, scheduler: Scheduler) -> dict[str, Any]:
+def _apply(world: PlannedCluster, inputs: Inputs, cmd: Command, method: str, scheduler: Scheduler) -> dict[str, Any]:
     """Carry out one command on the objects; the step as the plan reports it."""
     settings = REPACK_SIMULATION if method == REPACK_CONSOLIDATION else ONE_NODE
     sim = simulate(inputs, cmd.candidates, scheduler, settings)
@@ -261,7 +263,7 @@ def _apply(world: World, inputs: Inputs, cmd: Command, method: str, scheduler: S
     }
 
 
-def _total(world: World, names: Iterable[str]) -> float:
+def _total(world: PlannedCluster, names: Iterable[str]) -> float:
     return round(sum(p for n in names if (p := world.prices.get(n)) is not None), 6)
 
 
@@ -269,7 +271,7 @@ def plan_cluster(
     objects: Mapping[str, Sequence[Obj]], catalog: Sequence[InstanceType], now: float, scheduler: Scheduler
 ) -> dict[str, Any]:
     """What karpy would do on the cluster of `objects` now (module docstring), as JSON."""
-    world = World({kind.name: copy.deepcopy(list(objects.get(kind.name, ()))) for kind in WATCHED})
+    world = PlannedCluster({kind.name: copy.deepcopy(list(objects.get(kind.name, ()))) for kind in WATCHED})
     warnings: list[str] = []
     snap = state_of(world.objects, now)
     if not any(v.spec is not None for v in snap.valid_provisioners()):
@@ -307,7 +309,9 @@ def plan_cluster(
     }  # fmt: skip
 
 
-def _node_plan(world: World, before: Sequence[str], after: Sequence[str], final: Snapshot) -> list[dict[str, Any]]:
+def _node_plan(
+    world: PlannedCluster, before: Sequence[str], after: Sequence[str], final: Snapshot
+) -> list[dict[str, Any]]:
     kept = set(after)
     out = []
     for name in [*before, *(n for n in after if n not in before)]:

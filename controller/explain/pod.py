@@ -28,7 +28,7 @@ MAX_FITTING = 10
 
 
 @dataclass(frozen=True)
-class World:
+class ProvisioningView:
     """The cluster as provisioning would see it (`base`: built by `state/schedulinginput.py`, its
     pods replaced by the ones asked about) and why a provisioner has no instance types."""
 
@@ -45,7 +45,7 @@ def fitting_types(node: NewNode) -> list[dict[str, Any]]:
     return out
 
 
-def place(world: World, pods: Sequence[PodRequest], scheduler: Scheduler) -> dict[str, Any]:
+def place(world: ProvisioningView, pods: Sequence[PodRequest], scheduler: Scheduler) -> dict[str, Any]:
     """Where `pods` would go on the cluster as it is, and what would launch for them."""
     result = scheduler(dataclasses.replace(world.base, pods=list(pods)))
     keys = {p.key for p in pods}
@@ -75,7 +75,7 @@ def _no_room(node: StateNode) -> StateNode:
     return dataclasses.replace(node, taints=(*node.taints, EXPLAIN_TAINT))
 
 
-def per_provisioner(world: World, pod: PodRequest, scheduler: Scheduler) -> list[dict[str, Any]]:
+def per_provisioner(world: ProvisioningView, pod: PodRequest, scheduler: Scheduler) -> list[dict[str, Any]]:
     """For each provisioner alone (weight order, as Karpenter tries them): the new node it would
     launch for `pod`, or why it cannot."""
     base = world.base

@@ -38,7 +38,7 @@ from controller.explain.node import (
     explain_node,
     liftable_blockers,
 )
-from controller.explain.pod import World, per_provisioner, place
+from controller.explain.pod import ProvisioningView, per_provisioner, place
 from controller.provisioning.nodetemplates import ProvisionerTypes, instance_types_for
 from controller.scheduling.pods import PodSpecError, pod_request
 from controller.scheduling.types import PodRequest
@@ -67,7 +67,7 @@ def _default_scheduler() -> Scheduler:
     return schedule
 
 
-def world_of(snap: Snapshot, types: ProvisionerTypes, leave_out: str = "") -> World:
+def world_of(snap: Snapshot, types: ProvisionerTypes, leave_out: str = "") -> ProvisioningView:
     """The scheduler's view of `snap`, every node as it is (provisioning's view, through the one
     builder `state/schedulinginput.py`); `leave_out` is a pod key that must not take room where it
     is bound (the pod being asked about)."""
@@ -77,7 +77,7 @@ def world_of(snap: Snapshot, types: ProvisionerTypes, leave_out: str = "") -> Wo
         if leave_out and any(p.key == leave_out for p in state.pods):
             state = dataclasses.replace(state, pods=tuple(p for p in state.pods if p.key != leave_out))
         nodes.append(state)
-    return World(scheduling_input(snap, [], nodes, types.types), dict(types.missing))
+    return ProvisioningView(scheduling_input(snap, [], nodes, types.types), dict(types.missing))
 
 
 def what_if_pods(text: str) -> list[PodRequest]:

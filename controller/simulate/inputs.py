@@ -48,7 +48,7 @@ class InputError(ValueError):
 
 
 @dataclass
-class Inputs:
+class SimulationInputs:
     provisioners: list[ProvisionerSpec] = field(default_factory=list)
     pods: list[PodRequest] = field(default_factory=list)
     daemonsets: list[PodRequest] = field(default_factory=list)
@@ -115,9 +115,9 @@ def parse_documents(text: str, path: str) -> list[tuple[str, Mapping[str, Any]]]
     return out
 
 
-def read_inputs(paths: Iterable[str]) -> Inputs:
+def read_inputs(paths: Iterable[str]) -> SimulationInputs:
     """Every document of every file, sorted into provisioners, pods, daemonsets and nodes."""
-    inputs = Inputs()
+    inputs = SimulationInputs()
     raw_pods: list[tuple[str, Mapping[str, Any]]] = []
     raw_nodes: list[tuple[str, Mapping[str, Any]]] = []
     volume_docs: dict[str, list[Mapping[str, Any]]] = {kind: [] for kind in VOLUME_KINDS}
@@ -238,7 +238,9 @@ def read_catalog(path: str) -> tuple[InstanceType, ...]:
         raise InputError(f"{path}: {err}") from err
 
 
-def types_by_provisioner(inputs: Inputs, catalog: Sequence[InstanceType]) -> dict[str, tuple[InstanceType, ...]]:
+def types_by_provisioner(
+    inputs: SimulationInputs, catalog: Sequence[InstanceType]
+) -> dict[str, tuple[InstanceType, ...]]:
     """Each provisioner's view of the catalog through its kubelet settings and the
     AWSNodeTemplate it references (as the simulated cloud provider computes it); a referenced
     template missing from the inputs is a warning (the simulated cloud needs none)."""

@@ -14,7 +14,7 @@ from webapp.dashboard.nodes import QueryError, node_page, nodes_page
 from webapp.dashboard.overview import decisions_page, overview_page
 from webapp.dashboard.pending import pending_page
 from webapp.dashboard.provisioners import provisioner_page, provisioners_page
-from webapp.dashboard.source import Inputs
+from webapp.dashboard.source import DashboardInputs
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -35,7 +35,7 @@ def nodes() -> Response:
     return jsonify(status=status(inputs), data=data)
 
 
-def _unavailable(inputs: Inputs, message: str) -> tuple[Response, int, dict[str, str]]:
+def _unavailable(inputs: DashboardInputs, message: str) -> tuple[Response, int, dict[str, str]]:
     return jsonify(status=status(inputs), error=message), 503, {"Retry-After": "10"}
 
 

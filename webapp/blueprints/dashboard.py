@@ -1,6 +1,6 @@
 """The dashboard's HTML pages (GET only; every other method answers 405).
 
-Thin: read one `Inputs` from the app's dashboard source, build the page's data with the pure
+Thin: read one `DashboardInputs` from the app's dashboard source, build the page's data with the pure
 modules in `webapp/dashboard/`, render the template of the same name. The JSON API
 (`api.py`) returns the very same data. Templates extend `base.html`; autoescape stays on.
 """
@@ -18,17 +18,17 @@ from webapp.dashboard.nodes import COLUMNS, QueryError, node_page, nodes_page
 from webapp.dashboard.overview import decisions_page, overview_page
 from webapp.dashboard.pending import pending_page
 from webapp.dashboard.provisioners import provisioner_page, provisioners_page
-from webapp.dashboard.source import Inputs, Source
+from webapp.dashboard.source import DashboardInputs, Source
 
 bp = Blueprint("dashboard", __name__)
 
 
-def read() -> Inputs:
+def read() -> DashboardInputs:
     source: Source = current_app.extensions["karpy_dashboard"]
     return source.read()
 
 
-def status(inputs: Inputs) -> dict[str, Any]:
+def status(inputs: DashboardInputs) -> dict[str, Any]:
     """What every page says about its sources: the controller reachable or not, the cluster synced or not."""
     return {
         "time": common.iso(inputs.snapshot.now),
@@ -41,7 +41,7 @@ def status(inputs: Inputs) -> dict[str, Any]:
     }
 
 
-def unknown(inputs: Inputs, what: str) -> str:
+def unknown(inputs: DashboardInputs, what: str) -> str:
     """Why `what` cannot be looked up now, or "" when its absence is known: while the cluster
     view is not synced (the API server unreachable), missing means "can't tell", never "does not
     exist" (issue 20, defect 6) — the caller answers 503 with the banner."""
@@ -111,7 +111,7 @@ def nodes() -> tuple[str, int] | str:
     return render_template("nodes.html", page=page, columns=COLUMNS, status=status(inputs), nav="nodes")
 
 
-def _unavailable(inputs: Inputs, message: str) -> tuple[str, int, dict[str, str]]:
+def _unavailable(inputs: DashboardInputs, message: str) -> tuple[str, int, dict[str, str]]:
     html = render_template("error.html", code=503, message=message, status=status(inputs), nav="")
     return html, 503, {"Retry-After": "10"}
 

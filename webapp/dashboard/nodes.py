@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.state.snapshot import NodeView
 from webapp.dashboard.common import iso, node_row, pod_cpu_memory
-from webapp.dashboard.source import Inputs
+from webapp.dashboard.source import DashboardInputs
 
 COLUMNS: dict[str, str] = {
     "name": "Name",
@@ -66,7 +66,7 @@ def _matches(row: Mapping[str, Any], args: Mapping[str, str]) -> bool:
     return True
 
 
-def nodes_page(inputs: Inputs, args: Mapping[str, str]) -> dict[str, Any]:
+def nodes_page(inputs: DashboardInputs, args: Mapping[str, str]) -> dict[str, Any]:
     sort, order = args.get("sort", "name"), args.get("order", "asc")
     if sort not in COLUMNS:
         raise QueryError(f"sort: unknown column {sort!r}; use one of {', '.join(COLUMNS)}")
@@ -122,7 +122,7 @@ def _conditions(node: NodeView) -> list[dict[str, str]]:
     return out
 
 
-def node_page(inputs: Inputs, name: str) -> dict[str, Any] | None:
+def node_page(inputs: DashboardInputs, name: str) -> dict[str, Any] | None:
     node = inputs.snapshot.nodes.get(name)
     if node is None:
         return None

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from webapp.dashboard.common import HOURS_PER_MONTH, cluster_cost, node_row, totals
-from webapp.dashboard.source import HISTORY_SECONDS, Inputs, Sample
+from webapp.dashboard.source import HISTORY_SECONDS, DashboardInputs, Sample
 
 CHART_WIDTH, CHART_HEIGHT = 600, 120
 LAST_DECISIONS = 10
@@ -59,7 +59,7 @@ def chart(history: tuple[Sample, ...], now: float) -> dict[str, Any]:
     }
 
 
-def overview_page(inputs: Inputs) -> dict[str, Any]:
+def overview_page(inputs: DashboardInputs) -> dict[str, Any]:
     snap = inputs.snapshot
     rows = [node_row(n, inputs.controller, snap.now) for n in snap.nodes.values()]
     cost = cluster_cost(snap, inputs.controller)
@@ -100,7 +100,7 @@ def consolidation_pass(answer: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def decisions_page(inputs: Inputs, args: Mapping[str, str]) -> dict[str, Any]:
+def decisions_page(inputs: DashboardInputs, args: Mapping[str, str]) -> dict[str, Any]:
     wanted = {k: args[k] for k in ("controller", "action") if args.get(k)}
     rows = [dict(d) for d in inputs.controller.decisions if all(d.get(k) == v for k, v in wanted.items())]
     return {

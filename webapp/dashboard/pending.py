@@ -16,7 +16,7 @@ from typing import Any
 from controller.state.snapshot import PodView
 from webapp.dashboard.common import pod_cpu_memory
 from webapp.dashboard.provisioners import rejection
-from webapp.dashboard.source import Inputs
+from webapp.dashboard.source import DashboardInputs
 
 
 def owner_of(pod: PodView) -> str:
@@ -25,7 +25,7 @@ def owner_of(pod: PodView) -> str:
     return "(no owner)"
 
 
-def _considered(inputs: Inputs, entry: Mapping[str, Any]) -> list[dict[str, str]]:
+def _considered(inputs: DashboardInputs, entry: Mapping[str, Any]) -> list[dict[str, str]]:
     out = []
     for name, view in sorted(inputs.snapshot.provisioners.items()):
         if view.error:
@@ -38,7 +38,7 @@ def _considered(inputs: Inputs, entry: Mapping[str, Any]) -> list[dict[str, str]
     return out
 
 
-def pending_page(inputs: Inputs) -> dict[str, Any]:
+def pending_page(inputs: DashboardInputs) -> dict[str, Any]:
     snap = inputs.snapshot
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pod in snap.pending_pods():

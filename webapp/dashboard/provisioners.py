@@ -15,7 +15,7 @@ from controller.core.quantity import QuantityError
 from controller.core.resources import format_resource, parse_resources
 from controller.state.snapshot import ProvisionerView
 from webapp.dashboard.common import node_row
-from webapp.dashboard.source import Inputs
+from webapp.dashboard.source import DashboardInputs
 
 WARN_FRACTION = 0.8
 LIMITS = "limits"  # the stage a clause names when a provisioner's limits stopped the pod
@@ -41,7 +41,7 @@ def rejection(entry: Mapping[str, Any], provisioner: str) -> str:
     return str(clause.get("text") or "") if clause is not None else ""
 
 
-def limit_blocked_pods(inputs: Inputs, provisioner: str) -> list[str]:
+def limit_blocked_pods(inputs: DashboardInputs, provisioner: str) -> list[str]:
     """The pending pods the controller says `provisioner`'s limits keep from a node."""
     out = []
     for key, entry in sorted(inputs.controller.pending.items()):
@@ -79,7 +79,7 @@ def _requirement(req: Mapping[str, Any]) -> str:
     return f"{req['key']} {req['operator']} {', '.join(req.get('values') or [])}".rstrip()
 
 
-def provisioner_row(inputs: Inputs, view: ProvisionerView) -> dict[str, Any]:
+def provisioner_row(inputs: DashboardInputs, view: ProvisionerView) -> dict[str, Any]:
     snap = inputs.snapshot
     nodes = [n for n in snap.nodes.values() if n.provisioner == view.name]
     rows = [node_row(n, inputs.controller, snap.now) for n in nodes]
@@ -107,13 +107,13 @@ def provisioner_row(inputs: Inputs, view: ProvisionerView) -> dict[str, Any]:
     }
 
 
-def provisioners_page(inputs: Inputs) -> dict[str, Any]:
+def provisioners_page(inputs: DashboardInputs) -> dict[str, Any]:
     rows = [provisioner_row(inputs, v) for _, v in sorted(inputs.snapshot.provisioners.items())]
     for row in rows:
         del row["nodeRows"]
     return {"provisioners": rows}
 
 
-def provisioner_page(inputs: Inputs, name: str) -> dict[str, Any] | None:
+def provisioner_page(inputs: DashboardInputs, name: str) -> dict[str, Any] | None:
     view = inputs.snapshot.provisioners.get(name)
     return provisioner_row(inputs, view) if view is not None else None

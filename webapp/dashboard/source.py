@@ -52,7 +52,7 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class Inputs:
+class DashboardInputs:
     snapshot: Snapshot
     controller: ControllerAnswers
     history: tuple[Sample, ...] = ()
@@ -60,7 +60,7 @@ class Inputs:
 
 
 class Source(Protocol):
-    def read(self) -> Inputs: ...
+    def read(self) -> DashboardInputs: ...
 
 
 def ask_controller(api: ControllerAPI | None) -> ControllerAnswers:
@@ -158,7 +158,7 @@ class DashboardSource:
             raise ControllerError("no controller URL is configured (--controller-url)")
         return self._api.compute(path, body, timeout)
 
-    def read(self) -> Inputs:
+    def read(self) -> DashboardInputs:
         self.start()
         snap = self.state.snapshot()
         answers = self.controller_answers()
@@ -170,7 +170,7 @@ class DashboardSource:
         self._record(Sample(snap.now, len(snap.nodes), self._cost(snap, answers)), snap.synced)
         with self._lock:
             history = tuple(self._history)
-        return Inputs(snap, answers, history, problem)
+        return DashboardInputs(snap, answers, history, problem)
 
     def _record(self, sample: Sample, synced: bool) -> None:
         if not synced:

@@ -10,7 +10,7 @@ from controller.clock import FakeClock
 from controller.scheduling.types import Clause
 from tests.builders.wire import Obj
 from tests.fakes.world import state_of
-from webapp.dashboard.source import ControllerAnswers, Inputs, Sample
+from webapp.dashboard.source import ControllerAnswers, DashboardInputs, Sample
 
 NOW = 1_704_067_500.0  # 2024-01-01T00:05:00Z, five minutes after the builders' creationTimestamp
 
@@ -27,10 +27,10 @@ class FakeSource:
     explained: Mapping[str, tuple[int, Any]] = field(default_factory=dict)
     asked: list[str] = field(default_factory=list)
 
-    def read(self) -> Inputs:
+    def read(self) -> DashboardInputs:
         self.reads += 1
         state = state_of(self.objects, FakeClock(NOW))
-        return Inputs(state.snapshot(), self.answers, self.history, self.problem)
+        return DashboardInputs(state.snapshot(), self.answers, self.history, self.problem)
 
     def compute(self, path: str, body: bytes, timeout: float) -> tuple[int, Any]:
         """The controller's what-if: `explained["POST " + path]`, else a 400 naming the body."""
