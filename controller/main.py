@@ -28,6 +28,7 @@ from controller.clock import Clock, SystemClock
 from controller.cloudhealth import CloudHealth, publish_unavailable
 from controller.cloudprovider.base import CloudProvider
 from controller.cloudprovider.errors import CloudProviderError
+from controller.cloudprovider.metered import MeteredCloud
 from controller.decisions import DecisionLog
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
@@ -42,7 +43,7 @@ from controller.kube.access import KubeAccess
 from controller.kube.client import Kube, KubeClient
 from controller.leaderelection import LeaderElector
 from controller.leaderguard import LeaderOnlyCloud, LeaderOnlyKube
-from controller.metrics import RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
+from controller.metrics import CALLER, RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from controller.nodetemplatestatus import NodeTemplateStatusController
 from controller.podmetrics import PodStartupMetrics
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
@@ -192,7 +193,7 @@ def build(
     clock = clock or SystemClock()
     kube = kube or KubeClient(settings.kubeconfig or None)
     raw_kube = kube
-    cloud = cloud or make_cloud_provider(settings, clock)
+    cloud = MeteredCloud(cloud or make_cloud_provider(settings, clock))
     elector = None
     if settings.leader_elect:
         elector = LeaderElector(
@@ -348,6 +349,7 @@ def job_body(app: App, controller: Reconciler, needs_cloud: bool = False) -> Cal
         if needs_cloud and not app.health.ready():
             return
         started = time.monotonic()
+        caller = CALLER.set(controller.name)
         try:
             controller.reconcile()
             RECONCILE_TOTAL.labels(controller=controller.name, result="success").inc()
@@ -356,6 +358,7 @@ def job_body(app: App, controller: Reconciler, needs_cloud: bool = False) -> Cal
             RECONCILE_ERRORS.labels(controller=controller.name).inc()
             log.exception("reconciling", extra={"controller": controller.name})
         finally:
+            CALLER.reset(caller)
             RECONCILE_TIME.labels(controller=controller.name).observe(time.monotonic() - started)
 
     return body

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
@@ -157,6 +158,9 @@ NODES_TERMINATION_TIME = QuantileSummary(
 PODS_STARTUP_TIME = QuantileSummary(
     "karpenter_pods_startup_time_seconds", "The time from pod creation until the pod is running."
 )
+# The controller (job name) a call is made for: set by `main.job_body` around each reconcile,
+# read by `cloudprovider/metered.py` for `karpenter_cloudprovider_duration_seconds{controller}`.
+CALLER: ContextVar[str] = ContextVar("karpy_caller", default="")
 CLOUDPROVIDER_DURATION = Histogram(
     "karpenter_cloudprovider_duration_seconds",
     "Duration of cloud provider method calls.",

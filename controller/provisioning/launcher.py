@@ -18,7 +18,6 @@ Errors: `LaunchError` (with the cause), never a half-made node.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,7 @@ from controller.cloudprovider.errors import CloudProviderError
 from controller.kube.client import Kube
 from controller.kube.errors import AlreadyExistsError, KubeError
 from controller.kube.resources import NODES
-from controller.metrics import CLOUDPROVIDER_DURATION, MACHINES_CREATED, MACHINES_LAUNCHED, NODES_CREATED
+from controller.metrics import MACHINES_CREATED, MACHINES_LAUNCHED, NODES_CREATED
 from controller.provisioning.nodes import node_object
 from controller.scheduling.types import NewNode, ProvisionerSpec
 from controller.state.cluster import ClusterState
@@ -120,15 +119,10 @@ class Launcher:
         return LaunchResult(instance.name, instance, created)
 
     def _create(self, request: NodeRequest, controller: str) -> Instance:
-        started = time.monotonic()
-        try:
+        try:  # timed by the metered cloud (`cloudprovider/metered.py`)
             return self.cloud.create(request)
         except CloudProviderError as err:
             raise LaunchError(f"launching node: {err}") from err
-        finally:
-            CLOUDPROVIDER_DURATION.labels(controller=controller, method="Create", provider=self.cloud.name).observe(
-                time.monotonic() - started
-            )
 
     def _undo(self, instance: Instance, controller: str) -> None:
         # a failure is logged; garbage collection finds the instance

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest
@@ -121,6 +122,23 @@ def test_jobs_act_only_while_leading() -> None:
     app.stop.set()
     body()
     assert rec.calls == 1  # shutting down: no new action starts
+
+
+def test_a_jobs_cloud_calls_are_timed_under_its_name() -> None:
+    clock = FakeClock()
+    app = build(Settings(), kube=FakeKube(clock), cloud=FakeCloudProvider(clock=clock), clock=clock)
+    assert app.elector is not None and app.elector.step()
+    labels = {"controller": "lister", "method": "List", "provider": "fake"}
+    before = REGISTRY.get_sample_value("karpenter_cloudprovider_duration_seconds_count", labels) or 0.0
+
+    class Lister:
+        name = "lister"
+
+        def reconcile(self) -> None:
+            app.cloud.list()
+
+    job_body(app, Lister())()
+    assert REGISTRY.get_sample_value("karpenter_cloudprovider_duration_seconds_count", labels) == before + 1
 
 
 def test_aws_provider_jobs_refresh_and_interruption(tmp_path: Path) -> None:
