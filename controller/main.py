@@ -121,6 +121,7 @@ class ConfigError(Exception):
 
 def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
     if settings.cloud_provider == "simulated":
+        from controller.cloudprovider.aws.ratelimit import Buckets
         from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 
         return SimulatedCloudProvider(
@@ -129,6 +130,7 @@ def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
             cluster=settings.cluster_name,
             node_label=settings.simulated_node_label,
             ice_ttl=settings.ice_ttl_seconds,
+            api_limits=Buckets() if settings.simulated_api_limits else None,
         )
     if settings.cloud_provider == "aws":
         return make_aws_provider(settings, clock)

@@ -36,6 +36,9 @@ class Settings:
     simulated_node_label: str = _f(
         "kwok.x-k8s.io/node=fake", "label each simulated instance's node carries (the local kwok manages these)"
     )
+    simulated_api_limits: bool = _f(
+        True, "the simulated cloud refuses calls beyond EC2's per-action rates (RequestLimitExceeded)"
+    )
     cluster_name: str = _f("karpy", "cluster name; instances are tagged with it")
     aws_region: str = _f("", "AWS region (required with --cloud-provider aws; falls back to AWS_REGION)")
     aws_endpoint_url: str = _f("", "AWS endpoint URL override for every service (e.g. a moto server)")

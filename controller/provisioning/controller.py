@@ -17,6 +17,9 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    which sees the new nodes; with `bind_pods` off it binds them all.
 4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
    decision record, and stay pending: they are retried in the next window.
+5. A launch the cloud throttled (`LaunchError.retry_after`, RequestLimitExceeded) is no failure:
+   the pass launches nothing more, its remaining pods wait (`ProvisioningPass.deferred`, a
+   "waiting" evaluation, no event) and are retried once the cloud's bucket has refilled.
 
 At scale (issue 21): every pending pod is considered in every pass — no cap, no rotation; the
 solver's cost is per pod signature, so thousands of pods that never fit cost little and do not
@@ -42,7 +45,16 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
-from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, NOMINATED, UNSCHEDULABLE, Decision, DecisionLog
+from controller.decisions import (
+    IGNORED,
+    LAUNCH_FAILED,
+    LAUNCHED,
+    NOMINATED,
+    UNSCHEDULABLE,
+    WAITING,
+    Decision,
+    DecisionLog,
+)
 from controller.events import EventRecorder
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
@@ -89,6 +101,7 @@ class ProvisioningPass:
     launched: list[str] = field(default_factory=list)
     bound: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    deferred: dict[str, str] = field(default_factory=dict)  # pod → why its launch waits (cloud throttled)
     unschedulable: dict[str, str] = field(default_factory=dict)
 
 
@@ -207,17 +220,26 @@ class ProvisioningController:
         nominated_events = 0
         held: list[tuple[str, tuple[str, ...]]] = []
         pins: list[tuple[PodView, Mapping[str, str]]] = []
+        throttled: LaunchError | None = None
         for node in result.new_nodes:
             view = snap.provisioners.get(node.provisioner)
             if view is None or view.spec is None:
                 continue
             pod_keys = tuple(p.key for p in node.pods)
+            if throttled is not None:  # the cloud refuses launches for now: no call, no failure
+                self._defer(pod_keys, throttled, snap.now, outcome)
+                continue
             try:
                 launched = self.launcher.launch(
                     node, view.spec, usage.setdefault(node.provisioner, {}), owner=view.obj,
                     hold_for_binding=self.settings.bind_pods, node_template=self._templates.get(node.provisioner),
                 )  # fmt: skip
             except LaunchError as err:
+                if err.retry_after is not None:
+                    log.info("%s", err)
+                    throttled = err
+                    self._defer(pod_keys, err, snap.now, outcome)
+                    continue
                 log.warning("%s", err)
                 for key in pod_keys:
                     outcome.failed[key] = str(err)
@@ -259,6 +281,15 @@ class ProvisioningController:
             outcome.bound += self._bind(ctx, dict(held))
             for node_name, _ in held:
                 self._release(node_name)
+
+    def _defer(self, pod_keys: Sequence[str], err: LaunchError, now: float, outcome: ProvisioningPass) -> None:
+        """The cloud throttled this pass's launches: the pods wait, retried once `err.retry_after`
+        has passed (their last try moved so `_trigger` finds them due then), nothing failed."""
+        retry_after = err.retry_after or 0.0
+        for key in pod_keys:
+            outcome.deferred[key] = str(err)
+            self._last_try[key] = now - self.settings.retry_seconds + retry_after
+            self.decisions.evaluated(Decision(self.name, WAITING, f"pod/{key}", str(err)), log=False)
 
     def _bind_existing(
         self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: ProvisioningPass

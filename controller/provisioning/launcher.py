@@ -12,7 +12,9 @@ cluster state as in-flight and nominate it. If anything after `create` fails, th
 terminated again: a failed launch leaves nothing behind (a crash in between is what garbage
 collection is for). With `hold_for_binding`, the Node is created cordoned (see `nodes.py`) so
 kube-scheduler cannot put other pods on it while provisioning binds the pods it was made for.
-Errors: `LaunchError` (with the cause), never a half-made node.
+Errors: `LaunchError` (with the cause), never a half-made node; when the cloud refused the call
+for its request rate (`ThrottledError`) the error's `retry_after` says when to try again — the
+launch was not attempted, no offering is to blame.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.apis.drifthash import node_template_hash_annotations
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider, Instance, NodeRequest, terminate_instance
-from controller.cloudprovider.errors import CloudProviderError
+from controller.cloudprovider.errors import CloudProviderError, ThrottledError
 from controller.kube.client import Kube
 from controller.kube.errors import AlreadyExistsError, KubeError
 from controller.kube.resources import NODES
@@ -48,7 +50,12 @@ def limit_exceeded(limits: Mapping[str, int], usage: Mapping[str, int], adding: 
 
 
 class LaunchError(Exception):
-    """The node could not be launched; nothing was left behind."""
+    """The node could not be launched; nothing was left behind. `retry_after` (seconds) is set
+    when the cloud throttled the launch: try again then, it did not fail."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,10 @@ class Launcher:
     def _create(self, request: NodeRequest, controller: str) -> Instance:
         try:  # timed by the metered cloud (`cloudprovider/metered.py`)
             return self.cloud.create(request)
+        except ThrottledError as err:
+            raise LaunchError(
+                f"launching node throttled, retrying in {err.retry_after:.1f}s: {err}", err.retry_after
+            ) from err
         except CloudProviderError as err:
             raise LaunchError(f"launching node: {err}") from err
 

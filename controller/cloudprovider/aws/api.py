@@ -7,7 +7,9 @@ use a fake transport that records calls and injects errors (`tests/fakes/aws.py`
 
 `AWSApi` is what the provider calls: `call()` first takes a token from the action's client-side
 bucket (`ratelimit.py`: EC2's per-action pacing), then retries throttling (`RequestLimitExceeded`,
-`Throttling`…) with exponential backoff, `pages()` follows `NextToken`, and every failure becomes
+`Throttling`…) with exponential backoff — still throttled after the last attempt, the call fails
+with `AWSThrottledError` (an `AWSError` and the protocol's `ThrottledError`: callers retry later,
+nothing failed) —, `pages()` follows `NextToken`, and every failure becomes
 an `AWSError` whose message names the call and the resource ("ec2 CreateFleet (provisioner
 default): InsufficientInstanceCapacity: …"). Nothing here decides anything.
 """
@@ -20,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from controller.cloudprovider.aws.ratelimit import RateLimiter
-from controller.cloudprovider.errors import CloudProviderError
+from controller.cloudprovider.errors import CloudProviderError, ThrottledError
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,16 @@ class AWSError(CloudProviderError):
         self.service, self.operation, self.resource = service, operation, resource
         self.code = code
         self.aws_message = message
+
+
+class AWSThrottledError(AWSError, ThrottledError):
+    """EC2 (or another service) still throttled the call after every retry; nothing was done."""
+
+    def __init__(
+        self, service: str, operation: str, resource: str, code: str, message: str, retry_after: float
+    ) -> None:
+        super().__init__(service, operation, resource, code, message)
+        self.retry_after = retry_after
 
 
 class Transport(Protocol):
@@ -124,6 +136,9 @@ class AWSApi:
                     log.info("%s %s throttled, retrying in %.1fs", service, _camel(operation), delay)
                     self._sleep(delay)
                     continue
+                if err.code in THROTTLING_CODES:
+                    retry_after = self._base_delay * 2**self._attempts
+                    raise AWSThrottledError(service, operation, resource, err.code, err.message, retry_after) from err
                 raise AWSError(service, operation, resource, err.code, err.message) from err
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -8,6 +8,10 @@ RunInstances 2/s burst 5, TerminateInstances 5/s burst 100, every Describe* 20/s
 token, so a burst of launches or terminations is spread out instead of answered with
 `RequestLimitExceeded`; `AWSApi` still backs off on throttling errors the account's other
 clients cause. Actions without a bucket are not paced. Pure arithmetic plus the injected sleep.
+
+`Buckets` is the other side, EC2's own: `take(operation, now)` spends a token or, when the
+bucket is empty, answers how long until one refills (the caller refuses the call with
+`RequestLimitExceeded`). The simulated provider uses it with the same `LIMITS`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,42 @@ class _Bucket:
     at: float
 
 
+def limit_of(
+    operation: str, limits: Mapping[str, tuple[float, float]], describe: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    """The (rate per second, burst) of `operation`'s bucket; None when it is not limited."""
+    if operation in limits:
+        return limits[operation]
+    return describe if operation.startswith("describe_") else None
+
+
+class Buckets:
+    """EC2's side of request throttling: a call either takes a token or is refused. Pure: the
+    caller passes the time."""
+
+    def __init__(
+        self, limits: Mapping[str, tuple[float, float]] = LIMITS, describe: tuple[float, float] | None = DESCRIBE
+    ) -> None:
+        self._limits, self._describe = dict(limits), describe
+        self._buckets: dict[str, _Bucket] = {}
+        self._lock = threading.Lock()
+
+    def take(self, operation: str, now: float) -> float:
+        """0.0 when `operation` took a token at `now`; else the seconds until one is there."""
+        limit = limit_of(operation, self._limits, self._describe)
+        if limit is None:
+            return 0.0
+        rate, burst = limit
+        with self._lock:
+            bucket = self._buckets.setdefault(operation, _Bucket(rate, burst, burst, now))
+            bucket.tokens = min(bucket.burst, bucket.tokens + max(0.0, now - bucket.at) * bucket.rate)
+            bucket.at = max(bucket.at, now)
+            if bucket.tokens >= 1.0:
+                bucket.tokens -= 1.0
+                return 0.0
+            return (1.0 - bucket.tokens) / bucket.rate
+
+
 class RateLimiter:
     def __init__(
         self,
@@ -48,9 +88,7 @@ class RateLimiter:
         self.waited = 0.0  # seconds spent waiting for tokens (for reports and tests)
 
     def _limit(self, operation: str) -> tuple[float, float] | None:
-        if operation in self._limits:
-            return self._limits[operation]
-        return self._describe if operation.startswith("describe_") else None
+        return limit_of(operation, self._limits, self._describe)
 
     def acquire(self, operation: str) -> float:
         """Take a token for `operation`, waiting for one if the bucket is empty; the wait in seconds."""

@@ -11,7 +11,15 @@ outage (or hit by an injected insufficient-capacity fault) is put in the 45 s
 insufficient-capacity cache and the next option is tried. Each instance boots the AMI its node
 template selects for its type (`images.py`, picked by the AWS resolver's `ami_for`), recorded
 on the instance and as the `karpenter.k8s.aws/instance-ami-id` label, as on EC2; `is_drifted`
-compares it with what the template selects now. Knobs for tests:
+compares it with what the template selects now.
+
+API economy as on EC2: each method is counted (`calls`) as the EC2 calls the AWS provider makes
+for it — `create` one CreateFleet, `delete` a DescribeInstances and a TerminateInstances, `get`,
+`list`, `is_drifted` and `has_seen` one DescribeInstances — and, given `api_limits`
+(`aws.ratelimit.Buckets`, EC2's per-action buckets as Karpenter's kwok EC2 sets them: the
+controller passes them unless `--simulated-api-limits=false`), a call whose bucket is empty is
+refused with `ThrottledError` before it does anything (`throttled` counts them). Buckets are per
+provider (one controller's account view), timed by the injected clock. Knobs for tests:
 `store.fail_next_creates(n, kind)`, `store.set_outage(type, zone, capacity_type)`,
 `store.register_image(image)`, `store.publish_release(family, arch, image_id)`.
 """
@@ -28,11 +36,17 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import node_shape
 from controller.cloudprovider.aws.overhead import NodeShape
+from controller.cloudprovider.aws.ratelimit import Buckets
 from controller.cloudprovider.aws.resolver import Ami, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings, instance_labels, with_unavailable
 from controller.cloudprovider.drift import Drift, ami_drift
-from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
+from controller.cloudprovider.errors import (
+    CloudProviderError,
+    InsufficientCapacityError,
+    NodeNotFoundError,
+    ThrottledError,
+)
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.images import resolve_amis
 from controller.cloudprovider.simulated.store import FAULT_INSUFFICIENT_CAPACITY, InstanceRow, Store
@@ -69,6 +83,7 @@ class SimulatedCloudProvider:
         catalog: Sequence[InstanceType] | None = None,
         node_label: str = KWOK_NODE_LABEL,
         ice_ttl: float = 45.0,
+        api_limits: Buckets | None = None,
     ) -> None:
         self.store = Store(db_path)
         self._clock = clock
@@ -79,6 +94,20 @@ class SimulatedCloudProvider:
         self._types_cache: tuple[int, tuple[InstanceType, ...]] | None = None
         self._shaped: list[tuple[KubeletSpec | None, NodeShape, tuple[InstanceType, ...]]] = []
         self._lock = threading.Lock()
+        self._limits = api_limits
+        self.calls: dict[str, int] = {}  # EC2 operation → calls answered or refused
+        self.throttled: dict[str, int] = {}  # EC2 operation → calls refused (RequestLimitExceeded)
+
+    def _call(self, operation: str, what: str) -> None:
+        """Count one EC2-like call; refuse it with `ThrottledError` when its bucket is empty."""
+        with self._lock:
+            self.calls[operation] = self.calls.get(operation, 0) + 1
+        wait = self._limits.take(operation, self._clock.now()) if self._limits is not None else 0.0
+        if wait > 0:
+            with self._lock:
+                self.throttled[operation] = self.throttled.get(operation, 0) + 1
+            name = "".join(part.capitalize() for part in operation.split("_"))
+            raise ThrottledError(f"{what}: ec2 {name}: RequestLimitExceeded: Request limit exceeded.", wait)
 
     # Catalog ----------------------------------------------------------------------------------
 
@@ -103,6 +132,7 @@ class SimulatedCloudProvider:
     # Instances --------------------------------------------------------------------------------
 
     def create(self, request: NodeRequest) -> Instance:
+        self._call("create_fleet", f"launching for provisioner {request.provisioner}")
         _, unavailable = self.unavailable.snapshot()
         options = launch_order(request.instance_type_options, request.requirements, unavailable)
         if not options:
@@ -173,23 +203,31 @@ class SimulatedCloudProvider:
 
     def delete(self, provider_id: str) -> None:
         instance_id = instance_id_of(provider_id)
+        self._call("describe_instances", f"terminating instance {instance_id}")
         row = self.store.get(instance_id)
+        if row is not None and row.cluster == self._cluster and row.terminated_at is None:
+            self._call("terminate_instances", f"terminating instance {instance_id}")
         if row is None or row.cluster != self._cluster or not self.store.terminate(instance_id, self._clock.now()):
             raise NodeNotFoundError(f"instance {instance_id} not found")
         log.info("terminated instance %s", instance_id)
 
     def get(self, provider_id: str) -> Instance:
-        row = self.store.get(instance_id_of(provider_id))
+        instance_id = instance_id_of(provider_id)
+        self._call("describe_instances", f"instance {instance_id}")
+        row = self.store.get(instance_id)
         if row is None or row.terminated_at is not None or row.cluster != self._cluster:
             raise NodeNotFoundError(f"instance {provider_id} not found")
         return _instance(row)
 
     def list(self) -> list[Instance]:
+        self._call("describe_instances", f"cluster {self._cluster}")
         return [_instance(r) for r in self.store.running(self._cluster)]
 
     def is_drifted(self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate) -> Drift | None:
         """AMI drift only: the simulated cloud has no subnets or security groups to drift from."""
-        row = self.store.get(instance_id_of(provider_id))
+        instance_id = instance_id_of(provider_id)
+        self._call("describe_instances", f"instance {instance_id}")
+        row = self.store.get(instance_id)
         if row is None or row.terminated_at is not None or row.cluster != self._cluster:
             raise NodeNotFoundError(f"instance {provider_id} not found")
         if node_template.launch_template:
@@ -199,7 +237,9 @@ class SimulatedCloudProvider:
 
     def has_seen(self, provider_id: str) -> bool:
         """The store has a record of this instance (running or terminated) in this cluster."""
-        row = self.store.get(instance_id_of(provider_id))
+        instance_id = instance_id_of(provider_id)
+        self._call("describe_instances", f"instance {instance_id}")
+        row = self.store.get(instance_id)
         return row is not None and row.cluster == self._cluster
 
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 
+from controller.cloudprovider.aws.ratelimit import Buckets
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 from controller.core import labels as L
 from controller.core.labels import DEPROVISIONING_CORDON
-from controller.decisions import LAUNCHED, UNSCHEDULABLE
+from controller.decisions import LAUNCHED, UNSCHEDULABLE, WAITING
 from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES
 from controller.provisioning.controller import (
     FAILED_SCHEDULING_EVENTS_PER_PASS,
@@ -338,3 +341,30 @@ def test_the_evaluations_of_pods_that_are_gone_are_forgotten() -> None:
     env.clock.step(RETAIN_SECONDS)  # gone pods are forgotten every RETAIN_SECONDS, not every tick
     env.controller.reconcile()
     assert env.controller.decisions.evaluation("pod/default/huge") is None
+
+
+def test_a_throttled_launch_defers_the_rest_of_the_pass_and_every_pod_is_launched_once_the_cloud_answers(
+    tmp_path: Path,
+) -> None:
+    env = make_env(startupTaints=[])
+    limits = Buckets({"create_fleet": (1.0, 2.0)}, describe=None)  # 2 launches at once, then 1 a second
+    cloud = SimulatedCloudProvider(tmp_path / "cloud.db", env.clock, catalog=TYPES, node_label="", api_limits=limits)
+    env.controller = ProvisioningController(env.state, env.kube, cloud, env.clock, env.recorder, env.decisions)
+    for i in range(5):
+        env.kube.put(PODS, make_pod(f"p{i}", cpu="5", tolerations=TOLERATE))  # one m5.2xlarge each
+    first = env.run_batch()
+    assert isinstance(first, ProvisioningPass)
+    assert len(first.launched) == 2 and first.failed == {} and len(first.deferred) == 3
+    assert all("RequestLimitExceeded" in why for why in first.deferred.values())
+    assert cloud.calls["create_fleet"] == 3 and cloud.throttled == {"create_fleet": 1}  # one refusal, then no call
+    assert not any(e["reason"] == "FailedScheduling" for e in env.kube.events)
+    evaluations = [env.decisions.evaluation(f"pod/{key}") for key in first.deferred]
+    assert all(e is not None and e.decision.action == WAITING for e in evaluations)
+    for _ in range(10):
+        if len(env.kube.items(NODES)) == 5:
+            break
+        env.run_batch()
+    assert len(env.kube.items(NODES)) == 5
+    assert len(cloud.list()) == 5  # one instance per node: nothing leaked, nothing launched twice
+    assert sorted(p for p, _ in env.kube.bindings) == [f"default/p{i}" for i in range(5)]  # each bound once
+    assert not any(e["reason"] == "FailedScheduling" for e in env.kube.events)

@@ -13,7 +13,7 @@ from controller.clock import FakeClock
 from controller.cloudprovider.aws.api import ApiError, AWSApi, AWSError
 from controller.cloudprovider.aws.pricing import Prices
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
-from controller.cloudprovider.errors import InsufficientCapacityError
+from controller.cloudprovider.errors import InsufficientCapacityError, ThrottledError
 from controller.core import labels as L
 from tests.controller.cloudprovider.aws.builders import make_request
 from tests.fakes.aws import FakeTransport, product
@@ -116,6 +116,17 @@ def test_throttling_is_retried_with_backoff() -> None:
     transport.errors["describe_instance_types"] = [ApiError("RequestLimitExceeded", "slow down")] * 2
     assert provider.get_instance_types(None, TEMPLATE)
     assert sleeps[:2] == [0.2, 0.4]
+
+
+def test_throttling_past_the_last_retry_is_a_throttled_error_not_a_failure() -> None:
+    transport, provider, _, sleeps = make()
+    types = provider.get_instance_types(None, TEMPLATE)
+    transport.errors["create_fleet"] = [ApiError("RequestLimitExceeded", "Request limit exceeded.")] * 5
+    with pytest.raises(ThrottledError, match=r"ec2 CreateFleet \(provisioner default\): RequestLimitExceeded") as err:
+        provider.create(make_request(types, ["m5.large"], TEMPLATE))
+    assert isinstance(err.value, AWSError) and err.value.retry_after == pytest.approx(6.4)
+    assert sleeps[-4:] == [0.2, 0.4, 0.8, 1.6] and len(transport.named("create_fleet")) == 5  # tried 5 times
+    assert provider.create(make_request(types, ["m5.large"], TEMPLATE)).instance_type == "m5.large"
 
 
 def test_errors_name_the_call_and_the_resource() -> None:

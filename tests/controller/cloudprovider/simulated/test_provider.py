@@ -8,9 +8,15 @@ import pytest
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
+from controller.cloudprovider.aws.ratelimit import Buckets
 from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.drift import DriftReason
-from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, NodeNotFoundError
+from controller.cloudprovider.errors import (
+    CloudProviderError,
+    InsufficientCapacityError,
+    NodeNotFoundError,
+    ThrottledError,
+)
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.images import default_image_id
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
@@ -124,3 +130,44 @@ def test_types_no_selected_image_fits_are_not_launched(provider: SimulatedCloudP
         provider.create(
             NodeRequest("default", Requirements(), types("m5.large"), node_template=template(amiSelector={"x": "y"}))
         )
+
+
+def test_calls_are_counted_as_the_ec2_calls_aws_would_answer(provider: SimulatedCloudProvider) -> None:
+    inst = provider.create(NodeRequest("default", Requirements(), types("m5.large")))
+    provider.get(inst.provider_id)
+    provider.list()
+    provider.delete(inst.provider_id)
+    assert provider.calls == {"create_fleet": 1, "describe_instances": 3, "terminate_instances": 1}
+    assert provider.throttled == {}  # no limits given: nothing refused
+
+
+def test_api_limits_refuse_a_call_once_its_bucket_is_empty_until_it_refills(tmp_path: Path) -> None:
+    clock = FakeClock()
+    limits = Buckets({"create_fleet": (5.0, 50.0), "terminate_instances": (5.0, 100.0)})
+    cloud = SimulatedCloudProvider(tmp_path / "cloud.db", clock, cluster="test", node_label="", api_limits=limits)
+    request = NodeRequest("default", Requirements(), types("m5.large"))
+    launched = [cloud.create(request) for _ in range(50)]  # CreateFleet's burst
+    with pytest.raises(ThrottledError, match="CreateFleet: RequestLimitExceeded") as refused:
+        cloud.create(request)
+    assert refused.value.retry_after == pytest.approx(0.2)
+    assert len(cloud.list()) == 50  # the refused call launched nothing
+    assert cloud.calls["create_fleet"] == 51 and cloud.throttled == {"create_fleet": 1}
+    clock.step(0.2)
+    launched.append(cloud.create(request))
+    for inst in launched[:2]:
+        cloud.delete(inst.provider_id)  # another bucket, full
+    assert len(cloud.list()) == 49
+
+
+def test_throttled_describes_raise_and_leave_the_instance_alone(tmp_path: Path) -> None:
+    clock = FakeClock()
+    limits = Buckets({}, describe=(1.0, 1.0))
+    cloud = SimulatedCloudProvider(tmp_path / "cloud.db", clock, cluster="test", node_label="", api_limits=limits)
+    inst = cloud.create(NodeRequest("default", Requirements(), types("m5.large")))
+    assert cloud.get(inst.provider_id).name == inst.name
+    with pytest.raises(ThrottledError):
+        cloud.delete(inst.provider_id)
+    clock.step(1.0)
+    assert [i.name for i in cloud.list()] == [inst.name]  # still running
+    with pytest.raises(ThrottledError):
+        cloud.has_seen(inst.provider_id)
