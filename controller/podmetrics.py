@@ -1,13 +1,13 @@
 """`PodStartupMetrics` (`metrics.pods`): Karpenter's `karpenter_pods_startup_time_seconds`.
 
-`reconcile()` (job every second) does what Karpenter v0.31's pod metrics controller does: a pod
-seen `Pending` is remembered; once it is past `Pending` and its `Ready` condition is `True`, the
-time from its creation to that condition's `lastTransitionTime` is observed, once (Karpenter
-takes the condition whatever its status; a running pod whose readiness probe has not passed yet
-would then count the time it was created at). Reading the
-condition's own time makes the figure independent of how often this job runs. Pods never seen
-pending (running when the controller started) are not observed — their age says nothing about
-startup; pods that go away are forgotten.
+`reconcile()` (job every second) observes, once per pod, the time from the pod's creation to its
+`Ready` condition's `lastTransitionTime` once that condition is `True` (Karpenter v0.31's pod
+metrics controller). Reading the condition's own time makes the figure independent of how often
+this job runs, and a pod is observed even if it went from created to Ready between two runs.
+Pods already past `Pending` at the first synced run (running before the controller started) are
+never observed — their age says nothing about startup; pods that go away are forgotten.
+(Karpenter, watch-driven, takes the condition whatever its status for a pod it saw Pending; a
+running pod whose readiness probe has not passed yet would then count its creation time.)
 """
 
 from __future__ import annotations
@@ -25,24 +25,27 @@ class PodStartupMetrics:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self._pending: set[str] = set()
+        self._before: set[str] | None = None  # past Pending at the first synced run: never observed
+        self._observed: set[str] = set()
 
     def reconcile(self) -> int:
         """How many startups were observed in this pass."""
         snap = self.state.snapshot()
         if not snap.synced:
             return 0
+        if self._before is None:
+            self._before = {key for key, pod in snap.pods.items() if pod.phase not in ("", "Pending")}
         observed = 0
         for key, pod in snap.pods.items():
-            if pod.phase == "Pending":
-                self._pending.add(key)
+            if pod.phase in ("", "Pending") or key in self._before or key in self._observed:
                 continue
-            ready = _ready_since(pod.obj) if key in self._pending else None
+            ready = _ready_since(pod.obj)
             if ready is not None:
                 PODS_STARTUP_TIME.observe(max(0.0, ready - pod.created))
-                self._pending.discard(key)
+                self._observed.add(key)
                 observed += 1
-        self._pending &= snap.pods.keys()
+        self._before &= snap.pods.keys()
+        self._observed &= snap.pods.keys()
         return observed
 
 

@@ -1,5 +1,5 @@
-"""Pod startup time as Karpenter observes it: for a pod seen Pending, creation → its Ready
-condition's transition, once."""
+"""Pod startup time as Karpenter observes it: creation → its Ready condition's transition, once per
+pod, for pods that were not already running when the controller started."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def running(name: str, ready_at: str | None, ready: str = "True") -> dict[str, A
     return pod
 
 
-def test_a_pending_pod_is_observed_once_at_its_ready_transition_and_old_ones_not_at_all() -> None:
+def test_a_new_pod_is_observed_once_at_its_ready_transition_and_old_ones_not_at_all() -> None:
     world = World.make()
     world.put(PODS, running("old", "2024-01-01T00:00:03Z"), make_pod("new"))
     world.sync()
@@ -46,3 +46,6 @@ def test_a_pending_pod_is_observed_once_at_its_ready_transition_and_old_ones_not
     assert metrics.reconcile() == 1
     assert observed() == (before[0] + 1, before[1] + 7.0)
     assert metrics.reconcile() == 0  # once per pod
+    world.put(PODS, running("quick", "2024-01-01T00:00:02Z"))  # created and Ready between two runs
+    world.sync()
+    assert metrics.reconcile() == 1 and observed() == (before[0] + 2, before[1] + 9.0)
