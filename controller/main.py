@@ -12,6 +12,7 @@ never stops mid-action: the scheduler is shut down with `wait=True`, so a runnin
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -49,6 +50,7 @@ from controller.podmetrics import PodStartupMetrics
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.provisioning.counter import CounterController
 from controller.provisioning.initialization import InitializationController
+from controller.scheduling.types import InstanceType
 from controller.settings import Settings
 from controller.settingswatch import SettingsWatch, cluster_info
 from controller.state.cluster import ClusterState
@@ -128,6 +130,8 @@ def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
             settings.simulated_db_path,
             clock,
             cluster=settings.cluster_name,
+            catalog=read_simulated_catalog(settings.simulated_catalog) if settings.simulated_catalog else None,
+            reshape=not settings.simulated_catalog,
             node_label=settings.simulated_node_label,
             ice_ttl=settings.ice_ttl_seconds,
             api_limits=Buckets() if settings.simulated_api_limits else None,
@@ -135,6 +139,23 @@ def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
     if settings.cloud_provider == "aws":
         return make_aws_provider(settings, clock)
     raise ConfigError(f"cloud-provider: {settings.cloud_provider!r} is not available (use simulated or aws)")
+
+
+def read_simulated_catalog(path: str) -> tuple[InstanceType, ...]:
+    """The simulated cloud's instance types from a `karpy catalog --output json` file, as written
+    (no reshaping beyond what a provisioner's kubelet settings or node template ask for)."""
+    import json
+
+    from controller.cloudprovider.simulated.catalog import CatalogError, catalog_from_json
+
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as f:
+            types = catalog_from_json(json.load(f))
+    except (OSError, ValueError, CatalogError) as err:
+        raise ConfigError(f"simulated-catalog: {path}: {err}") from err
+    if not types:
+        raise ConfigError(f"simulated-catalog: {path}: no instance types")
+    return types
 
 
 def make_aws_provider(settings: Settings, clock: Clock) -> CloudProvider:

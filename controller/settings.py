@@ -33,6 +33,11 @@ class Settings:
     kubeconfig: str = _f("", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
     cloud_provider: str = _f("simulated", "cloud provider: simulated or aws")
     simulated_db: str = _f("~/.local/state/karpy/simulated-cloud.db", "SQLite file of the simulated cloud")
+    simulated_catalog: str = _f(
+        "",
+        "instance types of the simulated cloud, a `karpy catalog --output json` file used as written, "
+        "capacity and overhead as given (default: the built-in AWS-like catalog, shaped per provisioner)",
+    )
     simulated_node_label: str = _f(
         "kwok.x-k8s.io/node=fake", "label each simulated instance's node carries (the local kwok manages these)"
     )

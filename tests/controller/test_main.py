@@ -201,3 +201,24 @@ def test_a_reconcile_that_outlives_leadership_writes_nothing_more() -> None:
     assert [n["metadata"]["name"] for n in kube.list(NODES).items] == ["before"]
     assert cloud.create_calls == [] and cloud.delete_calls == []
     assert app.kube.get(NODES, "before")  # reads still work
+
+
+def test_the_simulated_cloud_takes_its_instance_types_from_a_catalog_file(tmp_path: Path) -> None:
+    clock = FakeClock()
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(
+        '{"instanceTypes": [{"name": "c-2x-amd64-linux", "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},'
+        ' "overhead": {"cpu": "100m", "memory": "10Mi"},'
+        ' "offerings": [{"zone": "test-zone-a", "capacityType": "on-demand", "price": 0.05}]}]}'
+    )
+    settings = Settings(simulated_db=str(tmp_path / "cloud.db"), simulated_catalog=str(catalog))
+    app = build(settings, kube=FakeKube(clock), clock=clock)
+    types = app.cloud.get_instance_types()
+    assert [it.name for it in types] == ["c-2x-amd64-linux"]
+    assert types[0].overhead["cpu"] == 100 and types[0].offerings[0].price == 0.05
+    for text, problem in (("{}", "instanceTypes"), ('{"instanceTypes": []}', "no instance types"), ("[", "")):
+        catalog.write_text(text)
+        with pytest.raises(ConfigError, match=rf"simulated-catalog: .*catalog\.json.*{problem}"):
+            build(settings, kube=FakeKube(clock), clock=clock)
+    with pytest.raises(ConfigError, match=r"simulated-catalog: .*missing"):
+        build(Settings(simulated_catalog=str(tmp_path / "missing.json")), kube=FakeKube(clock), clock=clock)

@@ -1,6 +1,9 @@
 """`SimulatedCloudProvider`: a runnable `CloudProvider` without a cloud account.
 
-Instance types come from `catalog.simulated_catalog()` (or a catalog given to it); instances
+Instance types come from `catalog.simulated_catalog()`, shaped per provisioner through its
+kubelet settings and node template with the AWS formulas, or from a catalog given to it, which
+with `reshape=False` is used as written (capacity and overhead as given: e.g. Karpenter kwok's
+types for the side-by-side bench, `bench/karpenter_e2e.py`); instances
 are rows of a SQLite file (`store.py`) so they outlive the controller. Provider IDs look like
 `simulated:///<zone>/<instance-id>`; the node name is the instance ID. Each launched instance
 "boots" a kwok kubelet: its labels carry `node_label` (by default `kwok.x-k8s.io/node=fake`, the
@@ -84,12 +87,14 @@ class SimulatedCloudProvider:
         node_label: str = KWOK_NODE_LABEL,
         ice_ttl: float = 45.0,
         api_limits: Buckets | None = None,
+        reshape: bool = True,
     ) -> None:
         self.store = Store(db_path)
         self._clock = clock
         self._cluster = cluster
         self._catalog = tuple(catalog) if catalog is not None else simulated_catalog()
         self._node_label = node_label
+        self._reshape = reshape
         self.unavailable = UnavailableOfferings(clock, ice_ttl)
         self._types_cache: tuple[int, tuple[InstanceType, ...]] | None = None
         self._shaped: list[tuple[KubeletSpec | None, NodeShape, tuple[InstanceType, ...]]] = []
@@ -120,6 +125,8 @@ class SimulatedCloudProvider:
                 self._types_cache = (version, with_unavailable(self._catalog, unavailable))
                 self._shaped.clear()
             types = self._types_cache[1]
+            if not self._reshape:
+                return types
             kubelet = provisioner.kubelet if provisioner is not None else None
             shape = node_shape(node_template)
             # KubeletSpec holds dicts (unhashable): a short list of the shapes asked for

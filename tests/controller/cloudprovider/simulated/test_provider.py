@@ -17,7 +17,7 @@ from controller.cloudprovider.errors import (
     NodeNotFoundError,
     ThrottledError,
 )
-from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.cloudprovider.simulated.catalog import catalog_from_json, simulated_catalog
 from controller.cloudprovider.simulated.images import default_image_id
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 from controller.cloudprovider.simulated.store import Image
@@ -171,3 +171,18 @@ def test_throttled_describes_raise_and_leave_the_instance_alone(tmp_path: Path) 
     assert [i.name for i in cloud.list()] == [inst.name]  # still running
     with pytest.raises(ThrottledError):
         cloud.has_seen(inst.provider_id)
+
+
+def test_a_given_catalog_is_used_as_written_unless_reshaped(tmp_path: Path) -> None:
+    catalog = catalog_from_json(
+        {"instanceTypes": [{
+            "name": "c-2x-amd64-linux", "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            "overhead": {"cpu": "100m", "memory": "10Mi"}, "labels": {L.ARCH: "amd64"},
+            "offerings": [{"zone": "test-zone-a", "capacityType": "on-demand", "price": 0.05}],
+        }]}
+    )  # fmt: skip
+    template = AWSNodeTemplate.from_wire({"metadata": {"name": "t"}, "spec": {}})
+    as_written = SimulatedCloudProvider(tmp_path / "a.db", FakeClock(), catalog=catalog, reshape=False)
+    assert as_written.get_instance_types(None, template) == catalog
+    shaped = SimulatedCloudProvider(tmp_path / "b.db", FakeClock(), catalog=catalog)
+    assert [it.overhead for it in shaped.get_instance_types(None, template)] != [it.overhead for it in catalog]
