@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +64,15 @@ def _die_with(parent: int) -> Callable[[], None]:
 
 
 def start(
-    name: str, argv: Sequence[str], log_dir: Path, die_with_parent: bool = False, cwd: Path | None = None
+    name: str,
+    argv: Sequence[str],
+    log_dir: Path,
+    die_with_parent: bool = False,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Proc:
-    """Start `argv` in a new session (process group) with output appended to `log_dir/name.log`.
+    """Start `argv` in a new session (process group) with output appended to `log_dir/name.log`
+    (environment: this process's, with `env` added).
 
     `die_with_parent` asks the kernel to SIGTERM the component when the calling *thread* exits,
     so a killed test run cannot leave a control plane behind; call it from the main thread.
@@ -81,6 +87,7 @@ def start(
             start_new_session=True,
             preexec_fn=_die_with(os.getpid()) if die_with_parent else None,
             cwd=cwd,
+            env={**os.environ, **env} if env else None,
         )
     ticks = _start_ticks(child.pid)
     return Proc(name=name, pid=child.pid, start_ticks=ticks if ticks is not None else -1, log=str(log))
