@@ -2,7 +2,9 @@
 
 // Package deps pins, for `go mod tidy`, every package the Karpenter scheduling test binary needs:
 // the scheduling package and the imports of its _test.go files (which a dependency's tests do not
-// otherwise contribute to this module's go.sum). Built by run.sh; never compiled on its own.
+// otherwise contribute to this module's go.sum), and the packages of Karpenter's kwok provider
+// (sigs.k8s.io/karpenter/kwok, a main package that cannot be imported: its imports are listed).
+// Built by run.sh; never compiled on its own.
 package deps
 
 import (
@@ -29,16 +31,20 @@ import (
 	_ "sigs.k8s.io/controller-runtime/pkg/client"
 	_ "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	_ "sigs.k8s.io/controller-runtime/pkg/log"
+	_ "sigs.k8s.io/karpenter/kwok/cloudprovider"
 	_ "sigs.k8s.io/karpenter/pkg/apis"
 	_ "sigs.k8s.io/karpenter/pkg/apis/v1"
 	_ "sigs.k8s.io/karpenter/pkg/cloudprovider"
 	_ "sigs.k8s.io/karpenter/pkg/cloudprovider/fake"
+	_ "sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
+	_ "sigs.k8s.io/karpenter/pkg/controllers"
 	_ "sigs.k8s.io/karpenter/pkg/controllers/dynamicresources/deviceallocation"
 	_ "sigs.k8s.io/karpenter/pkg/controllers/provisioning"
 	_ "sigs.k8s.io/karpenter/pkg/controllers/provisioning/scheduling"
 	_ "sigs.k8s.io/karpenter/pkg/controllers/state"
 	_ "sigs.k8s.io/karpenter/pkg/controllers/state/informer"
 	_ "sigs.k8s.io/karpenter/pkg/events"
+	_ "sigs.k8s.io/karpenter/pkg/operator"
 	_ "sigs.k8s.io/karpenter/pkg/operator/injection"
 	_ "sigs.k8s.io/karpenter/pkg/operator/logging"
 	_ "sigs.k8s.io/karpenter/pkg/operator/options"

@@ -11,6 +11,11 @@
 # Usage:
 #   run.sh --build                    build if missing, print KARPENTER_BENCH_BIN=<path>
 #   run.sh --version                  print the pinned Karpenter version
+#   run.sh --build-kwok               build Karpenter's kwok cloud provider (the controller binary of
+#                                     sigs.k8s.io/karpenter/kwok, run out of cluster by
+#                                     bench/karpenter_e2e.py) if missing; print KARPENTER_KWOK_BIN=<path>
+#                                     and KARPENTER_MODULE_DIR=<the pinned module: CRDs, instance types>
+#   run.sh --module-dir               print the pinned module's directory (downloaded if missing)
 #   run.sh SCENARIO [EXPORT_DIR]      run one scenario (see the overlay); with EXPORT_DIR, also write
 #                                     its inputs there for karpy; prints a `KARPY_RESULT {json}` line
 #
@@ -70,10 +75,32 @@ build() {
   echo "run.sh: built in $((SECONDS - t0))s: $bin" >&2
 }
 
+# Karpenter's kwok provider: a plain `go build` of the pinned module's main package (no overlay),
+# next to the test binary under the same key.
+build_kwok() {
+  local kwok="$cache/karpenter-kwok"
+  if [[ ! -x "$kwok" ]]; then
+    mkdir -p "$cache"
+    exec 8>"$cache/.kwok.lock"
+    flock 8
+    if [[ ! -x "$kwok" ]]; then
+      echo "run.sh: building Karpenter $version's kwok provider (a few minutes of CPU, once) ..." >&2
+      local t0=$SECONDS
+      go build -o "$kwok.tmp" sigs.k8s.io/karpenter/kwok || die "building sigs.k8s.io/karpenter/kwok failed"
+      mv -f "$kwok.tmp" "$kwok"
+      echo "run.sh: built in $((SECONDS - t0))s: $kwok" >&2
+    fi
+  fi
+  echo "KARPENTER_KWOK_BIN=$kwok"
+  echo "KARPENTER_MODULE_DIR=$(go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)"
+}
+
 case "${1:-}" in
   --build) build; echo "KARPENTER_BENCH_BIN=$bin"; exit 0 ;;
+  --build-kwok) build_kwok; exit 0 ;;
+  --module-dir) go mod download sigs.k8s.io/karpenter; go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter; exit 0 ;;
   --version) echo "$version"; exit 0 ;;
-  ""|-h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 0 ;;
+  ""|-h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
 esac
 
 build
