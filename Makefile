@@ -10,7 +10,7 @@ DEV_PORT ?= 8443
 LOCK_VENV := .venv-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-.PHONY: dev test lint typecheck bench bench-karpenter bench-scale soak venv clean cluster-binaries kubeletcheck chromium lock
+.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale soak venv clean cluster-binaries kubeletcheck chromium lock
 
 
 # Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
@@ -85,6 +85,13 @@ soak: $(STAMP) cluster-binaries
 # ~/.cache/karpy/karpenter-bench). Not part of `make test`.
 bench-karpenter: $(STAMP)
 	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.sidebyside
+
+# End to end with Karpenter's kwok provider (issue 21): the same Deployments through karpy and through
+# Karpenter's kwok controller (built once from bench/karpenter/, cached next to the scheduling
+# binary), each on a fresh local control plane; BENCH_PODS=1000|5000|20000. Not part of `make test`.
+BENCH_PODS ?= 1000
+bench-karpenter-e2e: $(STAMP) cluster-binaries
+	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.karpenter_e2e --pods $(BENCH_PODS)
 
 dev: $(STAMP) cluster-binaries
 	$(BIN)/karpy dev --dir $(DEV_DIR) --port $(DEV_PORT)

@@ -96,8 +96,9 @@ def proc_stats(pid: int) -> tuple[float, float]:
     return peak_kb / 1024, cpu
 
 
-def packing(kube: KubeClient, names: set[str]) -> dict[str, float]:
-    nodes = [n for n in kube.list(NODES).items if L.PROVISIONER_NAME in n["metadata"].get("labels", {})]
+def packing(kube: KubeClient, names: set[str], node_label: str = L.PROVISIONER_NAME) -> dict[str, float]:
+    """Node count and pod requests over the allocatable of the nodes carrying `node_label`."""
+    nodes = [n for n in kube.list(NODES).items if node_label in n["metadata"].get("labels", {})]
     alloc = {"cpu": 0, "memory": 0}
     for node in nodes:
         parsed = parse_resources(node["status"].get("allocatable", {}))
@@ -173,6 +174,27 @@ class PodProgress:
                 self._stop.wait(0.5)
 
 
+def follow(
+    progress: PodProgress, total: int, started: float, timeout: float
+) -> tuple[int, float | None, dict[str, float]]:
+    """Polls `progress` (every 0.1 s, until `total` pods are Running or `timeout` seconds after
+    `started`): (pods Running, seconds until all `total` existed or None, seconds until 50 % and
+    90 % were Running as `running_50pct_seconds` / `running_90pct_seconds`)."""
+    running, all_created = 0, None
+    milestones: dict[str, float] = {}
+    while time.monotonic() - started < timeout:
+        created, running = progress.counts()
+        if all_created is None and created >= total:
+            all_created = time.monotonic() - started
+        for share in (50, 90):
+            if running * 100 >= share * total:
+                milestones.setdefault(f"running_{share}pct_seconds", round(time.monotonic() - started, 1))
+        if running >= total:
+            break
+        time.sleep(0.1)
+    return running, all_created, milestones
+
+
 def client_requests(port: int) -> int:
     """The controller's `rest_client_requests_total`, summed over codes and methods."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
@@ -218,18 +240,7 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
         for name, replicas, cpu, memory, zonal in workloads:
             kube.create(DEPLOYMENTS, deployment(name, replicas, cpu, memory, zonal), NAMESPACE)
         total = sum(w[1] for w in workloads)
-        running, all_created = 0, None
-        milestones: dict[str, float] = {}  # seconds until 50 % / 90 % of the pods were Running
-        while time.monotonic() - started < 300:
-            created, running = progress.counts()
-            if all_created is None and created >= total:
-                all_created = time.monotonic() - started
-            for share in (50, 90):
-                if running * 100 >= share * total:
-                    milestones.setdefault(f"running_{share}pct_seconds", round(time.monotonic() - started, 1))
-            if running >= total:
-                break
-            time.sleep(0.1)
+        running, all_created, milestones = follow(progress, total, started, 300)
         progress.stop()
         elapsed = time.monotonic() - started
         peak_mb, cpu_seconds = proc_stats(ctrl.pid)

@@ -1,0 +1,415 @@
+"""Karpenter's kwok provider and karpy end to end, same pods (`make bench-karpenter-e2e`).
+
+Each autoscaler in turn gets a fresh local control plane (`localcluster.LocalCluster`: etcd,
+kube-apiserver, scheduler, controller manager, kwok) and the same Deployments, created together:
+N pods (1,000 / 5,000 / 20,000, `--pods`) of five shapes, one spread over zones (maxSkew 1,
+DoNotSchedule) — the shapes of `bench.e2e`'s 5,000-pod scenario, scaled. Then every Deployment
+is scaled to half, and then to zero.
+- Karpenter: the controller binary of `sigs.k8s.io/karpenter/kwok` at the version pinned in
+  `bench/karpenter/` (built once by `run.sh --build-kwok`), out of cluster with the cluster's
+  kubeconfig, after its CRDs (NodePool, NodeClaim, KWOKNodeClass, from the pinned module) are
+  applied; a KWOKNodeClass and a NodePool (amd64, linux, on-demand, WhenEmptyOrUnderutilized
+  after 0 s, Karpenter's default disruption budget of 10 % of the nodes).
+- karpy: `karpy controller` on the simulated cloud with `--simulated-catalog` set to the same
+  instance types (the pinned module's `kwok/cloudprovider/instance_types.json`, converted as
+  Karpenter's kwok provider reads it: 100m CPU / 10Mi kube-reserved, 110 pods unless given) and
+  a Provisioner with the same requirements and consolidation enabled.
+Both make nodes labelled `kwok.x-k8s.io/node: fake`, which the cluster's kwok runs.
+
+Printed per autoscaler: seconds until 50 % / 90 % / 100 % of the pods are Running; nodes, $/h
+(each node's offering price in the shared catalog) and CPU/memory packing when all are Running;
+the zonal spread's skew (max - min Running pods over the zones of the nodes); after scaling to
+half, the seconds until the node set stops changing (`--quiet` seconds without a change) and the
+nodes and $/h then; after scaling to zero, the seconds until no node is left; the controller's
+peak memory (VmHWM) and CPU seconds over the whole run; the requests its own client sent
+(`rest_client_requests_total`) and the apiserver's `apiserver_request_total` delta (every
+client: the scheduler, controller manager and kwok work in proportion to what the autoscaler does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.e2e import DEPLOYMENTS, NAMESPACE, PodProgress, client_requests, deployment, follow, packing, proc_stats
+from bench.sidebyside import machine
+from controller.core import labels as L
+from controller.kube.client import KubeClient
+from controller.kube.resources import NODES, PODS
+from localcluster import LocalCluster, probes, procs
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_SH = REPO / "bench" / "karpenter" / "run.sh"
+KWOK_NODE_LABEL = "kwok.x-k8s.io/node"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+# name, share of the pods, cpu, memory, zonal spread (bench.e2e's 5,000-pod scenario)
+SHAPES = (
+    ("bench-web", 0.3, "250m", "512Mi", True),
+    ("bench-api", 0.2, "500m", "1Gi", False),
+    ("bench-worker", 0.2, "1", "2Gi", False),
+    ("bench-cache", 0.1, "500m", "4Gi", False),
+    ("bench-batch", 0.2, "100m", "128Mi", False),
+)
+SIZES = (1000, 5000, 20000)
+REQUIREMENTS = [
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    {"key": L.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+    # karpy's (Karpenter AWS v0.31's) defaulting adds instance-category c/m/r and generation > 2
+    # to a Provisioner that constrains no instance shape; kwok's types have neither label
+    {"key": L.INSTANCE_TYPE, "operator": "Exists"},
+]
+CRDS = (
+    "pkg/apis/crds/karpenter.sh_nodepools.yaml",
+    "pkg/apis/crds/karpenter.sh_nodeclaims.yaml",
+    "kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml",
+)
+KWOK_TYPES = "kwok/cloudprovider/instance_types.json"
+
+
+def kwok_catalog(instance_types: list[dict[str, Any]]) -> dict[str, Any]:
+    """Karpenter kwok's instance types (its instance_types.json) in karpy's catalog format, as
+    its provider builds them: the resources given (pods 110 when absent), kube-reserved 100m CPU
+    and 10Mi memory, one offering per zone and capacity type. Labels: instance type, arch and OS
+    (karpy's types carry the well-known keys; no bench pod selects kwok's `karpenter.kwok.sh/*`)."""
+    out = []
+    for it in instance_types:
+        name, resources = it["name"], dict(it["resources"])
+        resources.setdefault("pods", "110")
+        labels = {L.INSTANCE_TYPE: name, L.ARCH: it["architecture"], L.OS: it["operatingSystems"][0]}
+        offerings = []
+        for off in it["offerings"]:
+            reqs = {r["key"]: r["values"][0] for r in off["Requirements"]}
+            offerings.append(
+                {"zone": reqs[L.ZONE], "capacityType": reqs[L.CAPACITY_TYPE], "price": off["Price"], "available": True}
+            )
+        out.append(
+            {
+                "name": name,
+                "capacity": resources,
+                "overhead": {"cpu": "100m", "memory": "10Mi"},
+                "labels": labels,
+                "offerings": offerings,
+            }
+        )
+    return {"instanceTypes": out}
+
+
+def workloads(pods: int) -> list[tuple[str, int, str, str, bool]]:
+    return [(name, round(pods * share), cpu, memory, zonal) for name, share, cpu, memory, zonal in SHAPES]
+
+
+def apiserver_requests(cluster: LocalCluster) -> int:
+    """The apiserver's `apiserver_request_total`, summed (every client, verb and code)."""
+    state = cluster.state
+    if state is None:
+        raise RuntimeError("the local cluster is not up")
+    status, body = probes.get(state.server + "/metrics", probes.admin_context(cluster.pki), timeout=10)
+    if status != 200:
+        raise RuntimeError(f"apiserver /metrics answered {status}")
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in body.decode().splitlines()
+            if line.startswith("apiserver_request_total{")
+        )
+    )
+
+
+@dataclass
+class Catalog:
+    prices: dict[tuple[str, str, str], float]  # (instance type, zone, capacity type) -> $/h
+
+    @staticmethod
+    def of(catalog: dict[str, Any]) -> Catalog:
+        return Catalog(
+            {
+                (it["name"], off["zone"], off["capacityType"]): float(off["price"])
+                for it in catalog["instanceTypes"]
+                for off in it["offerings"]
+            }
+        )
+
+    def fleet(self, kube: KubeClient, node_label: str) -> tuple[int, float, set[str]]:
+        """(nodes, $/h, their names) of the autoscaler's nodes."""
+        nodes = [n for n in kube.list(NODES).items if node_label in n["metadata"].get("labels", {})]
+        price = 0.0
+        for node in nodes:
+            labels = node["metadata"]["labels"]
+            key = (labels.get(L.INSTANCE_TYPE, ""), labels.get(L.ZONE, ""), labels.get(L.CAPACITY_TYPE, ""))
+            price += self.prices.get(key, 0.0)
+        return len(nodes), price, {n["metadata"]["name"] for n in nodes}
+
+
+def spread_skew(kube: KubeClient, app: str, node_label: str) -> int:
+    """max - min Running pods of `app` over the zones of the autoscaler's nodes."""
+    zones = {
+        n["metadata"]["name"]: n["metadata"]["labels"].get(L.ZONE, "")
+        for n in kube.list(NODES).items
+        if node_label in n["metadata"].get("labels", {})
+    }
+    counts = dict.fromkeys(set(zones.values()), 0)
+    for pod in kube.list(PODS).items:
+        node = pod["spec"].get("nodeName")
+        running = pod.get("status", {}).get("phase") == "Running"
+        if running and node in zones and pod["metadata"].get("labels", {}).get("app") == app:
+            counts[zones[node]] += 1
+    return max(counts.values()) - min(counts.values()) if counts else 0
+
+
+def settle(
+    kube: KubeClient, node_label: str, started: float, quiet: float, timeout: float, done: Callable[[set[str]], bool]
+) -> float | None:
+    """Seconds from `started` until the last change of the autoscaler's node set, once it has not
+    changed for `quiet` seconds and `done(names)` holds (None: not within `timeout`)."""
+    last = {n["metadata"]["name"] for n in kube.list(NODES).items if node_label in n["metadata"].get("labels", {})}
+    changed = started
+    while time.monotonic() - started < timeout:
+        time.sleep(2)
+        names = {n["metadata"]["name"] for n in kube.list(NODES).items if node_label in n["metadata"].get("labels", {})}
+        if names != last:
+            last, changed = names, time.monotonic()
+        elif done(names) and time.monotonic() - changed >= quiet:
+            return round(changed - started, 1)
+    return None
+
+
+class Karpy:
+    name = "karpy"
+    node_label = L.PROVISIONER_NAME
+
+    def __init__(self, catalog_file: Path) -> None:
+        self.catalog_file = catalog_file
+
+    def start(self, cluster: LocalCluster, work: Path) -> tuple[procs.Proc, int]:
+        port = procs.free_port()
+        argv = [
+            sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(cluster.kubeconfig),
+            "--simulated-db", str(work / "cloud.db"), "--simulated-catalog", str(self.catalog_file),
+            "--cluster-name", "bench", "--leader-election-name", "karpy-bench",
+            "--http-host", "127.0.0.1", "--http-port", str(port), "--log-format", "text",
+        ]  # fmt: skip
+        ctrl = procs.start("karpy-controller", argv, work, die_with_parent=True, cwd=REPO)
+
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/status", timeout=2) as resp:
+                    status = json.loads(resp.read())
+            except OSError:
+                return False
+            return bool(status.get("synced") and status.get("leader"))
+
+        procs.wait_until("karpy controller ready", ready, 120, [ctrl])
+        provisioner = {
+            "apiVersion": "karpenter.sh/v1alpha5",
+            "kind": "Provisioner",
+            "metadata": {"name": "default"},
+            "spec": {"requirements": REQUIREMENTS, "consolidation": {"enabled": True}},
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(provisioner))
+        return ctrl, port
+
+
+class Karpenter:
+    name = "Karpenter"
+    node_label = NODEPOOL_LABEL
+
+    def __init__(self, binary: Path, module_dir: Path) -> None:
+        self.binary, self.module_dir = binary, module_dir
+
+    def start(self, cluster: LocalCluster, work: Path) -> tuple[procs.Proc, int]:
+        for crd in CRDS:
+            cluster.kubectl("apply", "--server-side", "-f", str(self.module_dir / crd))
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/nodepools.karpenter.sh",
+                        "crd/nodeclaims.karpenter.sh", "crd/kwoknodeclasses.karpenter.kwok.sh")  # fmt: skip
+        port, health = procs.free_port(), procs.free_port()
+        env = {
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "DISABLE_LEADER_ELECTION": "true",
+            "METRICS_PORT": str(port),
+            "HEALTH_PROBE_PORT": str(health),
+            "INSTANCE_TYPES_FILE_PATH": str(self.module_dir / KWOK_TYPES),
+            "SYSTEM_NAMESPACE": "kube-system",
+            "LOG_LEVEL": "info",
+        }
+        ctrl = procs.start("karpenter-kwok", [str(self.binary)], work, die_with_parent=True, cwd=work, env=env)
+        procs.wait_until("Karpenter ready", lambda: probes.ok(f"http://127.0.0.1:{health}/readyz"), 120, [ctrl])
+        nodeclass = {
+            "apiVersion": "karpenter.kwok.sh/v1alpha1",
+            "kind": "KWOKNodeClass",
+            "metadata": {"name": "default"},
+        }
+        nodepool = {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "default"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "requirements": REQUIREMENTS,
+                        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                        "expireAfter": "Never",
+                    }
+                },
+                "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"},
+            },
+        }
+        cluster.kubectl(
+            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [nodeclass, nodepool]})
+        )
+        return ctrl, port
+
+
+Autoscaler = Karpy | Karpenter
+
+
+def scale(kube: KubeClient, replicas: dict[str, int]) -> None:
+    for name, n in replicas.items():
+        kube.patch(DEPLOYMENTS, name, {"spec": {"replicas": n}}, NAMESPACE)
+
+
+def run(auto: Autoscaler, work: Path, pods: int, catalog: Catalog, quiet: float) -> dict[str, Any]:
+    """One autoscaler on a fresh cluster: create, then half, then zero."""
+    loads = workloads(pods)
+    total = sum(w[1] for w in loads)
+    names = {w[0] for w in loads}
+    spread = next(w[0] for w in loads if w[4])
+    cluster = LocalCluster(work / "cluster")
+    cluster.up(timeout=180)
+    try:
+        kube = KubeClient(str(cluster.kubeconfig))
+        ctrl, port = auto.start(cluster, work)
+        try:
+            result: dict[str, Any] = {"autoscaler": auto.name, "pods": total}
+            requests0 = apiserver_requests(cluster)
+            progress = PodProgress(kube, names)
+            progress.start()
+            started = time.monotonic()
+            for name, replicas, cpu, memory, zonal in loads:
+                kube.create(DEPLOYMENTS, deployment(name, replicas, cpu, memory, zonal), NAMESPACE)
+            running, _, milestones = follow(progress, total, started, 120 + pods * 0.3)
+            result["running"] = running
+            result.update(milestones)
+            result["running_100pct_seconds"] = round(time.monotonic() - started, 1) if running >= total else None
+            packed = packing(kube, names, auto.node_label)
+            nodes, price, _ = catalog.fleet(kube, auto.node_label)
+            result.update(nodes=nodes, price=round(price, 3), cpu_packing=round(packed["cpu_packing"], 3))
+            result.update(
+                memory_packing=round(packed["memory_packing"], 3),
+                spread_skew=spread_skew(kube, spread, auto.node_label),
+            )
+
+            half = {name: replicas // 2 for name, replicas, *_ in loads}
+            scaled = time.monotonic()
+            scale(kube, half)
+            remaining = sum(half.values())
+            result["half_settled_seconds"] = settle(
+                kube, auto.node_label, scaled, quiet, 120 + pods * 0.6,
+                lambda _names: progress.counts() == (remaining, remaining),
+            )  # fmt: skip
+            nodes, price, _ = catalog.fleet(kube, auto.node_label)
+            packed = packing(kube, names, auto.node_label)
+            result.update(
+                half_nodes=nodes, half_price=round(price, 3), half_cpu_packing=round(packed["cpu_packing"], 3)
+            )
+
+            scaled = time.monotonic()
+            scale(kube, dict.fromkeys(half, 0))
+            result["zero_settled_seconds"] = settle(
+                kube, auto.node_label, scaled, 0, 120 + pods * 0.3, lambda names_left: not names_left
+            )
+            progress.stop()
+            peak_mb, cpu_seconds = proc_stats(ctrl.pid)
+            result.update(peak_mb=round(peak_mb, 1), cpu_seconds=round(cpu_seconds, 1))
+            result["controller_requests"] = client_requests(port)
+            result["apiserver_requests"] = apiserver_requests(cluster) - requests0
+            return result
+        finally:
+            procs.stop(ctrl)
+    finally:
+        cluster.down()
+
+
+def run_sh(*args: str) -> str:
+    out = subprocess.run([str(RUN_SH), *args], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench/karpenter/run.sh {' '.join(args)} failed:\n{out.stderr[-3000:]}")
+    return out.stdout
+
+
+def kwok_binary() -> Path:
+    """Karpenter's kwok provider, built once (`run.sh --build-kwok`)."""
+    found = dict(line.split("=", 1) for line in run_sh("--build-kwok").splitlines() if "=" in line)
+    return Path(found["KARPENTER_KWOK_BIN"])
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def table(results: list[dict[str, Any]]) -> list[str]:
+    header = (
+        f"{'':<10}{'pods':>6} | {'50%':>5}{'90%':>5}{'100%':>6} | {'nodes':>5}{'$/h':>8}{'cpu':>6}{'mem':>6}"
+        f"{'skew':>5} | {'½ settle':>9}{'nodes':>6}{'$/h':>8} | {'0 settle':>9} | {'MiB':>5}{'cpu s':>7}"
+        f" | {'own req':>8}{'apiserver':>10}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in results:
+        lines.append(
+            f"{r['autoscaler']:<10}{r['pods']:>6} | {_s(r.get('running_50pct_seconds')):>5}"
+            f"{_s(r.get('running_90pct_seconds')):>5}{_s(r['running_100pct_seconds']):>6} | {r['nodes']:>5}"
+            f"{r['price']:>8.2f}{r['cpu_packing']:>6.2f}{r['memory_packing']:>6.2f}{r['spread_skew']:>5} | "
+            f"{_s(r['half_settled_seconds']):>9}{r['half_nodes']:>6}{r['half_price']:>8.2f} | "
+            f"{_s(r['zero_settled_seconds']):>9} | {r['peak_mb']:>5.0f}{r['cpu_seconds']:>7.0f} | "
+            f"{r['controller_requests']:>8}{r['apiserver_requests']:>10}"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.karpenter_e2e", description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, choices=SIZES, default=1000)
+    parser.add_argument("--only", choices=("karpy", "karpenter"), help="run one autoscaler")
+    parser.add_argument("--quiet", type=float, default=60.0, help="seconds without a node change that count as settled")
+    args = parser.parse_args(argv)
+    version = run_sh("--version").strip()
+    module_dir = Path(run_sh("--module-dir").strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory(prefix="karpy-kbench-") as tmp:
+        work = Path(tmp)
+        catalog = kwok_catalog(json.loads((module_dir / KWOK_TYPES).read_text()))
+        catalog_file = work / "catalog.json"
+        catalog_file.write_text(json.dumps(catalog))
+        autos: list[Autoscaler] = []
+        if args.only in (None, "karpy"):
+            autos.append(Karpy(catalog_file))
+        if args.only in (None, "karpenter"):
+            autos.append(Karpenter(kwok_binary(), module_dir))
+        results = []
+        for auto in autos:
+            auto_work = work / auto.name.lower()
+            auto_work.mkdir()
+            result = run(auto, auto_work, args.pods, Catalog.of(catalog), args.quiet)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    print(f"karpy vs Karpenter {version} (kwok provider), end to end on the local control plane — {machine()}")
+    print("\n".join(table(results)))
+    print(
+        "seconds from creating the Deployments; nodes/$/h/packing/skew when all are Running; ½ settle: seconds "
+        f"after scaling to half until the last node change ({args.quiet:.0f} s quiet), then nodes and $/h; 0 settle: "
+        "seconds after scaling to zero until no node is left; MiB/cpu s: controller peak RSS and CPU seconds; "
+        "own req: the controller's requests; apiserver: apiserver_request_total delta (all clients)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
