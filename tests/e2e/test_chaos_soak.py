@@ -9,7 +9,12 @@ default), one random action every 2–6 s:
 - kill: SIGKILL a random controller replica (the leader half the time), restarted 2–10 s later;
 - apiserver: stop kube-apiserver, 1–4 s down, start it again;
 - fault: the next 1–3 launches fail (insufficient capacity, or a plain cloud error), or an
-  offering (type, zone, capacity type) goes into an outage for 60 s.
+  offering (type, zone, capacity type) goes into an outage for 60 s, or the cloud's API misbehaves
+  (`store.fail_next_calls`): the next 1–5 calls of CreateFleet, TerminateInstances or
+  DescribeInstances are throttled (RequestLimitExceeded), or one times out after 1–5 s with
+  nothing done, or a CreateFleet/TerminateInstances takes effect and its answer is lost after
+  1–3 s (a launched instance karpy never hears of: garbage collection's). The controllers run
+  with the simulated cloud's EC2 rate limits on (the default).
 Between actions the invariants are checked on the live cluster:
 - placement: no bound pod breaks kube-scheduler's order-independent rules (resources, taints,
   selectors, affinity; `tests/support/placement.py`, independent of karpy);
@@ -37,7 +42,14 @@ from typing import Any
 
 import pytest
 
-from controller.cloudprovider.simulated.store import FAULT_ERROR, FAULT_INSUFFICIENT_CAPACITY
+from controller.cloudprovider.simulated.provider import provider_id
+from controller.cloudprovider.simulated.store import (
+    FAULT_ANSWER_LOST,
+    FAULT_ERROR,
+    FAULT_INSUFFICIENT_CAPACITY,
+    FAULT_THROTTLE,
+    FAULT_TIMEOUT,
+)
 from controller.core import labels as L
 from localcluster import LocalCluster, procs
 from tests.e2e.env import Controller, KarpyEnv, karpy_env
@@ -60,6 +72,7 @@ FLAGS = (
 )  # fmt: skip
 TYPES = ["m5.large", "m5.xlarge", "m5.2xlarge", "c5.xlarge", "c5.2xlarge", "r5.large", "r5.xlarge"]
 ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]
+API_CALLS = ("create_fleet", "terminate_instances", "describe_instances")  # the simulated cloud's EC2 calls
 WORKLOADS = {"web": (20, "500m", "512Mi"), "batch": (10, "1", "2Gi"), "spread": (12, "250m", "256Mi")}
 
 
@@ -98,6 +111,12 @@ def rss_mb(ctrl: Controller) -> float:
     except OSError:
         pass
     return 0.0
+
+
+def instance_ids(karpy: KarpyEnv) -> list[str]:
+    """The running instances' provider IDs, read from the cloud's store: not through an API call,
+    which would spend a fault queued for the controllers."""
+    return [provider_id(r.zone, r.instance_id) for r in karpy.cloud.store.running(karpy.namespace)]
 
 
 class Soak:
@@ -154,13 +173,25 @@ class Soak:
 
     def fault(self) -> None:
         store = self.karpy.cloud.store
-        if self.rng.random() < 0.6:
+        draw = self.rng.random()
+        if draw < 0.35:
             kind = self.rng.choice([FAULT_INSUFFICIENT_CAPACITY, FAULT_ERROR])
             store.fail_next_creates(self.rng.randint(1, 3), kind)
-        else:
+        elif draw < 0.55:
             offering = (self.rng.choice(TYPES), self.rng.choice(ZONES), self.rng.choice(["spot", "on-demand"]))
             store.set_outage(*offering)
             self.outages.append((time.monotonic() + 60, offering))
+            kind = "outage"
+        elif draw < 0.75:
+            kind = FAULT_THROTTLE
+            store.fail_next_calls(self.rng.choice(API_CALLS), self.rng.randint(1, 5), kind)
+        elif draw < 0.9:
+            kind = FAULT_TIMEOUT
+            store.fail_next_calls(self.rng.choice(API_CALLS), 1, kind, self.rng.uniform(1, 5))
+        else:
+            kind = FAULT_ANSWER_LOST
+            store.fail_next_calls(self.rng.choice(API_CALLS[:2]), 1, kind, self.rng.uniform(1, 3))
+        self.tally.count(f"fault:{kind}")
 
     # invariants -----------------------------------------------------------------------------
 
@@ -184,7 +215,7 @@ class Soak:
         self.tally.checks += 1
 
     def _ledger(self, nodes: list[dict[str, Any]], now: float) -> None:
-        instances = {i.provider_id for i in self.karpy.cloud.list()}
+        instances = set(instance_ids(self.karpy))
         provider_ids = {str(n["spec"].get("providerID")) for n in nodes if n["spec"].get("providerID")}
         current = {f"instance without a Node: {p}" for p in instances - provider_ids}
         current |= {f"Node without an instance: {p}" for p in provider_ids - instances}
@@ -250,7 +281,7 @@ def test_chaos_soak(own_cluster: LocalCluster, tmp_path: Path) -> None:
         final = time.monotonic()
 
         def leftovers() -> str:
-            nodes, instances = karpy.nodes(), karpy.cloud.list()
+            nodes, instances = karpy.nodes(), instance_ids(karpy)
             return f"{len(nodes)} nodes, {len(instances)} instances" if nodes or instances else ""
 
         settled(leftovers, 300, "every node and instance gone after scaling to 0")

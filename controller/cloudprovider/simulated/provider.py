@@ -22,8 +22,12 @@ for it — `create` one CreateFleet, `delete` a DescribeInstances and a Terminat
 (`aws.ratelimit.Buckets`, EC2's per-action buckets as Karpenter's kwok EC2 sets them: the
 controller passes them unless `--simulated-api-limits=false`), a call whose bucket is empty is
 refused with `ThrottledError` before it does anything (`throttled` counts them). Buckets are per
-provider (one controller's account view), timed by the injected clock. Knobs for tests:
-`store.fail_next_creates(n, kind)`, `store.set_outage(type, zone, capacity_type)`,
+provider (one controller's account view), timed by the injected clock. Faults a test queues
+in the store per call (`store.fail_next_calls`) come after the buckets: a throttle is the same
+`ThrottledError`, a timeout waits (the injected `sleep`) and fails with nothing done, a lost answer
+does the call, waits and fails the same way. Knobs for tests:
+`store.fail_next_calls(operation, n, kind, seconds)`, `store.fail_next_creates(n, kind)`,
+`store.set_outage(type, zone, capacity_type)`,
 `store.register_image(image)`, `store.publish_release(family, arch, image_id)`.
 """
 
@@ -31,8 +35,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
@@ -52,7 +57,14 @@ from controller.cloudprovider.errors import (
 )
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.images import resolve_amis
-from controller.cloudprovider.simulated.store import FAULT_INSUFFICIENT_CAPACITY, InstanceRow, Store
+from controller.cloudprovider.simulated.store import (
+    FAULT_ANSWER_LOST,
+    FAULT_INSUFFICIENT_CAPACITY,
+    FAULT_THROTTLE,
+    FAULT_TIMEOUT,
+    InstanceRow,
+    Store,
+)
 from controller.core import labels as L
 from controller.scheduling.instancetypes import LaunchOption, launch_order
 from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
@@ -88,6 +100,7 @@ class SimulatedCloudProvider:
         ice_ttl: float = 45.0,
         api_limits: Buckets | None = None,
         reshape: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = Store(db_path)
         self._clock = clock
@@ -100,19 +113,37 @@ class SimulatedCloudProvider:
         self._shaped: list[tuple[KubeletSpec | None, NodeShape, tuple[InstanceType, ...]]] = []
         self._lock = threading.Lock()
         self._limits = api_limits
+        self._sleep = sleep
         self.calls: dict[str, int] = {}  # EC2 operation → calls answered or refused
         self.throttled: dict[str, int] = {}  # EC2 operation → calls refused (RequestLimitExceeded)
 
-    def _call(self, operation: str, what: str) -> None:
-        """Count one EC2-like call; refuse it with `ThrottledError` when its bucket is empty."""
+    def _call(self, operation: str, what: str) -> float | None:
+        """Count one EC2-like call; refuse it with `ThrottledError` when its bucket is empty (or a
+        throttle fault is queued), fail it after a queued timeout. A lost answer's wait in seconds
+        is returned: the caller does the call, then `_lose_answer`."""
         with self._lock:
             self.calls[operation] = self.calls.get(operation, 0) + 1
         wait = self._limits.take(operation, self._clock.now()) if self._limits is not None else 0.0
+        fault = self.store.take_call_fault(operation) if wait <= 0 else None
+        if fault is not None and fault[0] == FAULT_THROTTLE:
+            wait = 1.0
         if wait > 0:
             with self._lock:
                 self.throttled[operation] = self.throttled.get(operation, 0) + 1
-            name = "".join(part.capitalize() for part in operation.split("_"))
-            raise ThrottledError(f"{what}: ec2 {name}: RequestLimitExceeded: Request limit exceeded.", wait)
+            raise ThrottledError(f"{what}: ec2 {_name(operation)}: RequestLimitExceeded: Request limit exceeded.", wait)
+        if fault is not None and fault[0] == FAULT_TIMEOUT:
+            self._lose_answer(operation, what, fault[1])
+        return fault[1] if fault is not None and fault[0] == FAULT_ANSWER_LOST else None
+
+    def _describe(self, what: str) -> None:
+        """A DescribeInstances: reading, so a lost answer is a timeout like any other."""
+        lost = self._call("describe_instances", what)
+        if lost is not None:
+            self._lose_answer("describe_instances", what, lost)
+
+    def _lose_answer(self, operation: str, what: str, seconds: float) -> None:
+        self._sleep(seconds)
+        raise CloudProviderError(f"{what}: ec2 {_name(operation)}: RequestTimeout: no answer within {seconds:g}s")
 
     # Catalog ----------------------------------------------------------------------------------
 
@@ -139,7 +170,14 @@ class SimulatedCloudProvider:
     # Instances --------------------------------------------------------------------------------
 
     def create(self, request: NodeRequest) -> Instance:
-        self._call("create_fleet", f"launching for provisioner {request.provisioner}")
+        what = f"launching for provisioner {request.provisioner}"
+        lost = self._call("create_fleet", what)
+        instance = self._create(request)
+        if lost is not None:
+            self._lose_answer("create_fleet", what, lost)
+        return instance
+
+    def _create(self, request: NodeRequest) -> Instance:
         _, unavailable = self.unavailable.snapshot()
         options = launch_order(request.instance_type_options, request.requirements, unavailable)
         if not options:
@@ -210,30 +248,34 @@ class SimulatedCloudProvider:
 
     def delete(self, provider_id: str) -> None:
         instance_id = instance_id_of(provider_id)
-        self._call("describe_instances", f"terminating instance {instance_id}")
+        what = f"terminating instance {instance_id}"
+        self._describe(what)
         row = self.store.get(instance_id)
+        lost = None
         if row is not None and row.cluster == self._cluster and row.terminated_at is None:
-            self._call("terminate_instances", f"terminating instance {instance_id}")
+            lost = self._call("terminate_instances", what)
         if row is None or row.cluster != self._cluster or not self.store.terminate(instance_id, self._clock.now()):
             raise NodeNotFoundError(f"instance {instance_id} not found")
         log.info("terminated instance %s", instance_id)
+        if lost is not None:
+            self._lose_answer("terminate_instances", what, lost)
 
     def get(self, provider_id: str) -> Instance:
         instance_id = instance_id_of(provider_id)
-        self._call("describe_instances", f"instance {instance_id}")
+        self._describe(f"instance {instance_id}")
         row = self.store.get(instance_id)
         if row is None or row.terminated_at is not None or row.cluster != self._cluster:
             raise NodeNotFoundError(f"instance {provider_id} not found")
         return _instance(row)
 
     def list(self) -> list[Instance]:
-        self._call("describe_instances", f"cluster {self._cluster}")
+        self._describe(f"cluster {self._cluster}")
         return [_instance(r) for r in self.store.running(self._cluster)]
 
     def is_drifted(self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate) -> Drift | None:
         """AMI drift only: the simulated cloud has no subnets or security groups to drift from."""
         instance_id = instance_id_of(provider_id)
-        self._call("describe_instances", f"instance {instance_id}")
+        self._describe(f"instance {instance_id}")
         row = self.store.get(instance_id)
         if row is None or row.terminated_at is not None or row.cluster != self._cluster:
             raise NodeNotFoundError(f"instance {provider_id} not found")
@@ -245,9 +287,13 @@ class SimulatedCloudProvider:
     def has_seen(self, provider_id: str) -> bool:
         """The store has a record of this instance (running or terminated) in this cluster."""
         instance_id = instance_id_of(provider_id)
-        self._call("describe_instances", f"instance {instance_id}")
+        self._describe(f"instance {instance_id}")
         row = self.store.get(instance_id)
         return row is not None and row.cluster == self._cluster
+
+
+def _name(operation: str) -> str:
+    return "".join(part.capitalize() for part in operation.split("_"))
 
 
 def _instance(row: InstanceRow) -> Instance:

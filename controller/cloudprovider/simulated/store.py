@@ -4,7 +4,10 @@ Instances live outside the controller process, like a real cloud's: a restarted 
 a second replica, or a test) opens the same file and sees what was launched. Every call opens
 its own connection (WAL mode, busy timeout), so threads and processes can share one file.
 Faults are rows too, so a test can make a *running* controller's launches fail:
-`fail_next_creates(n, kind)` and `set_outage(type, zone, capacity_type)`. So are the AMIs
+`fail_next_creates(n, kind)` and `set_outage(type, zone, capacity_type)`; and any EC2-like call
+(`fail_next_calls(operation, n, kind, seconds)`: `create_fleet`, `terminate_instances`,
+`describe_instances`) can be throttled (RequestLimitExceeded), time out with nothing done, or time
+out after it took effect (the answer lost: a launched instance nobody knows of). So are the AMIs
 (`images.py`): images registered with tags (`register_image`), and the AMI each family's
 "public parameter" names per architecture (`publish_release`), so a test can release a new AMI
 under a running controller.
@@ -36,6 +39,9 @@ CREATE TABLE IF NOT EXISTS instances (
     body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS create_faults (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS call_faults (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, operation TEXT NOT NULL, kind TEXT NOT NULL, seconds REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS outages (
     instance_type TEXT NOT NULL, zone TEXT NOT NULL, capacity_type TEXT NOT NULL,
     PRIMARY KEY (instance_type, zone, capacity_type)
@@ -50,6 +56,10 @@ CREATE TABLE IF NOT EXISTS releases (
 
 FAULT_INSUFFICIENT_CAPACITY = "insufficient-capacity"
 FAULT_ERROR = "error"
+FAULT_THROTTLE = "throttle"  # a call refused with RequestLimitExceeded, nothing done
+FAULT_TIMEOUT = "timeout"  # a call hangs `seconds`, then fails; nothing done
+FAULT_ANSWER_LOST = "answer-lost"  # a call takes effect, hangs `seconds`, then fails as a timeout
+CALL_FAULTS = (FAULT_THROTTLE, FAULT_TIMEOUT, FAULT_ANSWER_LOST)
 
 
 @dataclass(frozen=True)
@@ -143,6 +153,32 @@ class Store:
                 db.execute("DELETE FROM create_faults WHERE id = ?", (found[0],))
             db.execute("COMMIT")
         return str(found[1]) if found else None
+
+    def fail_next_calls(self, operation: str, count: int, kind: str, seconds: float = 0.0) -> None:
+        """The next `count` calls of `operation` meet fault `kind` (one of `CALL_FAULTS`)."""
+        if kind not in CALL_FAULTS:
+            raise ValueError(f"call fault kind {kind!r}: must be one of {', '.join(CALL_FAULTS)}")
+        if count < 0 or seconds < 0:
+            raise ValueError(f"call fault: count {count} and seconds {seconds} must not be negative")
+        with self._db() as db:
+            db.executemany(
+                "INSERT INTO call_faults (operation, kind, seconds) VALUES (?,?,?)",
+                [(operation, kind, seconds)] * count,
+            )
+
+    def take_call_fault(self, operation: str) -> tuple[str, float] | None:
+        """Consume the oldest queued fault of `operation` (atomically): (kind, seconds), or None."""
+        with self._db() as db:
+            if db.execute("SELECT 1 FROM call_faults WHERE operation = ? LIMIT 1", (operation,)).fetchone() is None:
+                return None  # the common case, without taking the write lock
+            db.execute("BEGIN IMMEDIATE")
+            found = db.execute(
+                "SELECT id, kind, seconds FROM call_faults WHERE operation = ? ORDER BY id LIMIT 1", (operation,)
+            ).fetchone()
+            if found:
+                db.execute("DELETE FROM call_faults WHERE id = ?", (found[0],))
+            db.execute("COMMIT")
+        return (str(found[1]), float(found[2])) if found else None
 
     def set_outage(self, instance_type: str, zone: str, capacity_type: str, on: bool = True) -> None:
         with self._db() as db:

@@ -20,7 +20,7 @@ from controller.cloudprovider.errors import (
 from controller.cloudprovider.simulated.catalog import catalog_from_json, simulated_catalog
 from controller.cloudprovider.simulated.images import default_image_id
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
-from controller.cloudprovider.simulated.store import Image
+from controller.cloudprovider.simulated.store import FAULT_ANSWER_LOST, FAULT_THROTTLE, FAULT_TIMEOUT, Image
 from controller.core import labels as L
 from controller.core.requirements import Requirements
 
@@ -186,3 +186,59 @@ def test_a_given_catalog_is_used_as_written_unless_reshaped(tmp_path: Path) -> N
     assert as_written.get_instance_types(None, template) == catalog
     shaped = SimulatedCloudProvider(tmp_path / "b.db", FakeClock(), catalog=catalog)
     assert [it.overhead for it in shaped.get_instance_types(None, template)] != [it.overhead for it in catalog]
+
+
+def faulty(tmp_path: Path) -> tuple[SimulatedCloudProvider, list[float]]:
+    waits: list[float] = []
+    cloud = SimulatedCloudProvider(
+        tmp_path / "cloud.db", FakeClock(), cluster="test", node_label="", sleep=waits.append
+    )
+    return cloud, waits
+
+
+def test_a_throttle_fault_refuses_the_call_and_does_nothing(tmp_path: Path) -> None:
+    cloud, waits = faulty(tmp_path)
+    request = NodeRequest("default", Requirements(), types("m5.large"))
+    cloud.store.fail_next_calls("create_fleet", 1, FAULT_THROTTLE)
+    with pytest.raises(ThrottledError, match="CreateFleet: RequestLimitExceeded"):
+        cloud.create(request)
+    assert cloud.list() == [] and cloud.throttled == {"create_fleet": 1} and waits == []
+    cloud.create(request)  # the fault is spent
+    assert len(cloud.list()) == 1
+
+
+def test_a_timeout_fails_after_its_wait_with_nothing_done(tmp_path: Path) -> None:
+    cloud, waits = faulty(tmp_path)
+    inst = cloud.create(NodeRequest("default", Requirements(), types("m5.large")))
+    cloud.store.fail_next_calls("terminate_instances", 1, FAULT_TIMEOUT, 3.0)
+    with pytest.raises(CloudProviderError, match="TerminateInstances: RequestTimeout") as err:
+        cloud.delete(inst.provider_id)
+    assert not isinstance(err.value, (ThrottledError, NodeNotFoundError)) and waits == [3.0]
+    assert [i.name for i in cloud.list()] == [inst.name]  # still running
+    cloud.store.fail_next_calls("describe_instances", 1, FAULT_ANSWER_LOST, 1.0)
+    with pytest.raises(CloudProviderError, match="DescribeInstances: RequestTimeout"):
+        cloud.get(inst.provider_id)
+
+
+def test_a_lost_answer_launches_an_instance_the_caller_never_hears_of(tmp_path: Path) -> None:
+    cloud, waits = faulty(tmp_path)
+    cloud.store.fail_next_calls("create_fleet", 1, FAULT_ANSWER_LOST, 2.0)
+    with pytest.raises(CloudProviderError, match="CreateFleet: RequestTimeout: no answer within 2s"):
+        cloud.create(NodeRequest("default", Requirements(), types("m5.large")))
+    assert len(cloud.list()) == 1 and waits == [2.0]  # a leak for garbage collection
+    (leaked,) = cloud.list()
+    cloud.store.fail_next_calls("terminate_instances", 1, FAULT_ANSWER_LOST)
+    with pytest.raises(CloudProviderError, match="RequestTimeout"):
+        cloud.delete(leaked.provider_id)
+    assert cloud.list() == []  # terminated all the same
+    with pytest.raises(NodeNotFoundError):
+        cloud.delete(leaked.provider_id)
+
+
+def test_a_bad_call_fault_is_refused_and_queues_nothing(tmp_path: Path) -> None:
+    cloud, _ = faulty(tmp_path)
+    with pytest.raises(ValueError, match="call fault kind 'slow'"):
+        cloud.store.fail_next_calls("create_fleet", 1, "slow")
+    with pytest.raises(ValueError, match="must not be negative"):
+        cloud.store.fail_next_calls("create_fleet", 1, FAULT_TIMEOUT, -1.0)
+    assert cloud.store.take_call_fault("create_fleet") is None
