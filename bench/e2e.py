@@ -8,8 +8,13 @@ kube-controller-manager and kwok, with `karpy controller` on the simulated cloud
   DoNotSchedule). Targets: < 60 s, >= 0.85 CPU packing, < 300 MB.
 Prints, per scenario: time from creation to all pods Running, CPU and memory packing (pod
 requests over the allocatable of karpy's nodes), node count, the controller's peak memory
-(VmHWM), CPU seconds and the requests its Kubernetes client sent to the apiserver (its
-`rest_client_requests_total`). Progress is followed with a pod watch, not by listing the pods
+(VmHWM), CPU seconds, the requests its Kubernetes client sent to the apiserver (its
+`rest_client_requests_total`) and its API economy: the cloud calls per operation
+(`karpy_cloudprovider_api_calls_total`; the simulated cloud counts the EC2 calls the AWS provider
+would make) per 1,000 pods launched, and what EC2's rate limits (on in the simulated cloud, as
+Karpenter's kwok EC2 has them) cost — the calls refused with RequestLimitExceeded and the seconds
+of retry-after they asked for. `--scenarios` also takes a pod count (e.g. `200`): the 1,000-pod
+mix scaled to it, for a quick check on a shared machine. Progress is followed with a pod watch, not by listing the pods
 over and over (which loaded the 2 cores under test). `--dir` reuses a running cluster; otherwise
 one is started and stopped. Each scenario gets a fresh controller and simulated cloud, and starts
 once the previous scenario's pods are gone.
@@ -195,16 +200,66 @@ def follow(
     return running, all_created, milestones
 
 
+def metrics_text(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text: str = resp.read().decode()
+    return text
+
+
 def client_requests(port: int) -> int:
     """The controller's `rest_client_requests_total`, summed over codes and methods."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
+    return requests_total(metrics_text(port))
+
+
+def requests_total(text: str) -> int:
+    """`rest_client_requests_total` in a /metrics text, summed over codes and methods."""
     return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                    if line.startswith("rest_client_requests_total{")))  # fmt: skip
 
 
+def by_operation(text: str, family: str) -> dict[str, float]:
+    """A `karpy_cloudprovider_api_*_total{provider,operation}` family as operation → value."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(family + "{"):
+            labels, value = line[len(family) + 1 :].rsplit("} ", 1)
+            operation = next(p.split("=", 1)[1].strip('"') for p in labels.split(",") if p.startswith("operation="))
+            out[operation] = out.get(operation, 0.0) + float(value)
+    return out
+
+
+def api_economy(text: str, pods: int) -> dict[str, Any]:
+    """Cloud calls per 1,000 pods launched, and what throttling cost."""
+    calls = by_operation(text, "karpy_cloudprovider_api_calls_total")
+    throttled = by_operation(text, "karpy_cloudprovider_api_throttled_total")
+    seconds = by_operation(text, "karpy_cloudprovider_api_throttle_seconds_total")
+    per_1000 = {op: round(n * 1000 / pods, 1) for op, n in sorted(calls.items())} if pods else {}
+    return {
+        "cloud_calls": {op: int(n) for op, n in sorted(calls.items())},
+        "cloud_calls_per_1000_pods": per_1000,
+        "cloud_calls_per_1000_pods_total": round(sum(calls.values()) * 1000 / pods, 1) if pods else 0.0,
+        "cloud_throttled": {op: int(n) for op, n in sorted(throttled.items())},
+        "cloud_throttle_seconds": round(sum(seconds.values()), 1),
+    }
+
+
+def workloads_of(scenario: str) -> tuple[Workload, ...]:
+    """A named scenario's workloads, or the 1,000-pod mix scaled to `scenario` pods."""
+    if scenario in SCENARIOS:
+        return SCENARIOS[scenario][0]
+    total = int(scenario)
+    small = total // 2
+    return (("bench-small", small, "500m", "1Gi", False), ("bench-large", total - small, "1", "2Gi", False))
+
+
+def scenario_arg(value: str) -> str:
+    if value in SCENARIOS or (value.isdigit() and 1 <= int(value) <= 5000):
+        return value
+    raise argparse.ArgumentTypeError(f"{value!r}: one of {', '.join(sorted(SCENARIOS))} or a pod count 1-5000")
+
+
 def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
-    workloads, _ = SCENARIOS[scenario]
+    workloads = workloads_of(scenario)
     kube = KubeClient(str(cluster.kubeconfig))
     port = procs.free_port()
     argv = [
@@ -250,7 +305,9 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
         result.update(milestones)
         result.update({k: round(v, 3) for k, v in packing(kube, names).items()})
         result.update(peak_mb=round(peak_mb, 1), controller_cpu_seconds=round(cpu_seconds, 1))
-        result["apiserver_requests"] = client_requests(port)
+        text = metrics_text(port)
+        result["apiserver_requests"] = requests_total(text)
+        result.update(api_economy(text, running))
         return result
     finally:
         for name in names:
@@ -275,7 +332,7 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> bool:
-    targets = SCENARIOS[result["scenario"]][1]
+    targets = SCENARIOS.get(result["scenario"], SCENARIOS["1000"])[1]
     ok = bool(
         result["running"] == result["pods"]
         and result["seconds"] < targets["seconds"]
@@ -290,7 +347,12 @@ def report(result: dict[str, Any]) -> bool:
         f"packing cpu {result['cpu_packing']:.2f} (>= {targets['cpu_packing']}), "
         f"memory {result['memory_packing']:.2f}{memory_target}; controller peak {result['peak_mb']} MB "
         f"(< {targets['peak_mb']:.0f}), cpu {result['controller_cpu_seconds']}s, "
-        f"{result['apiserver_requests']} apiserver requests"
+        f"{result['apiserver_requests']} apiserver requests; "
+        f"cloud calls per 1,000 pods {result['cloud_calls_per_1000_pods_total']} "
+        f"({', '.join(f'{op} {n}' for op, n in result['cloud_calls_per_1000_pods'].items()) or 'none'}), "
+        f"throttled {sum(result['cloud_throttled'].values())} "
+        f"({', '.join(f'{op} {n}' for op, n in result['cloud_throttled'].items()) or 'none'}), "
+        f"{result['cloud_throttle_seconds']}s of retry-after"
     )
     print(json.dumps(result), flush=True)
     return ok
@@ -299,7 +361,10 @@ def report(result: dict[str, Any]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.e2e", description=__doc__.splitlines()[0])
     parser.add_argument("--dir", help="cluster directory of a running `karpy cluster up` to reuse")
-    parser.add_argument("--scenarios", nargs="+", choices=sorted(SCENARIOS), default=sorted(SCENARIOS))
+    parser.add_argument(
+        "--scenarios", nargs="+", type=scenario_arg, default=sorted(SCENARIOS),
+        help=f"{', '.join(sorted(SCENARIOS))} or a pod count (the 1,000-pod mix scaled to it)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     ok = True
     with tempfile.TemporaryDirectory(prefix="karpy-bench-") as tmp:

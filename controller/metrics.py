@@ -189,3 +189,21 @@ REST_CLIENT_REQUESTS = Counter(
 CLOUDPROVIDER_READY = Gauge(
     "karpy_cloudprovider_ready", "1 while the cloud provider answers karpy's calls, else 0.", ["provider"]
 )
+# karpy's API economy (issue 19, 7): every call the cloud provider sends, by the cloud's operation
+# name (create_fleet, describe_instances, …; the simulated cloud counts the EC2 calls the AWS
+# provider would make), the calls the cloud refused for its request rate, and the seconds that
+# rate cost: the AWS provider's client-side pacing and backoff, the simulated cloud's refusals'
+# retry-after.
+CLOUD_API_CALLS = Counter(
+    "karpy_cloudprovider_api_calls", "Calls sent to the cloud provider's API, by operation.", ["provider", "operation"]
+)
+CLOUD_API_THROTTLED = Counter(
+    "karpy_cloudprovider_api_throttled",
+    "Calls the cloud refused for its request rate (RequestLimitExceeded), by operation.",
+    ["provider", "operation"],
+)
+CLOUD_API_THROTTLE_SECONDS = Counter(
+    "karpy_cloudprovider_api_throttle_seconds",
+    "Seconds the cloud's request rate cost: client-side pacing and throttling backoff, or a refusal's retry-after.",
+    ["provider", "operation"],
+)

@@ -6,7 +6,8 @@ pricing and events, with an optional endpoint URL so the same code talks to moto
 use a fake transport that records calls and injects errors (`tests/fakes/aws.py`).
 
 `AWSApi` is what the provider calls: `call()` first takes a token from the action's client-side
-bucket (`ratelimit.py`: EC2's per-action pacing), then retries throttling (`RequestLimitExceeded`,
+bucket (`ratelimit.py`: EC2's per-action pacing; calls, refusals and the seconds waited are counted on
+/metrics, `karpy_cloudprovider_api_*`), then retries throttling (`RequestLimitExceeded`,
 `Throttling`…) with exponential backoff — still throttled after the last attempt, the call fails
 with `AWSThrottledError` (an `AWSError` and the protocol's `ThrottledError`: callers retry later,
 nothing failed) —, `pages()` follows `NextToken`, and every failure becomes
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 from controller.cloudprovider.aws.ratelimit import RateLimiter
 from controller.cloudprovider.errors import CloudProviderError, ThrottledError
+from controller.metrics import CLOUD_API_CALLS, CLOUD_API_THROTTLE_SECONDS, CLOUD_API_THROTTLED
 
 log = logging.getLogger(__name__)
 
@@ -126,13 +128,19 @@ class AWSApi:
 
     def call(self, service: str, operation: str, resource: str = "", **params: Any) -> dict[str, Any]:
         for attempt in range(self._attempts):
-            self.limiter.acquire(operation)
+            waited = self.limiter.acquire(operation)
             self.calls[operation] = self.calls.get(operation, 0) + 1
+            CLOUD_API_CALLS.labels(provider="aws", operation=operation).inc()
+            if waited:
+                CLOUD_API_THROTTLE_SECONDS.labels(provider="aws", operation=operation).inc(waited)
             try:
                 return self.transport.call(service, operation, params)
             except ApiError as err:
+                if err.code in THROTTLING_CODES:
+                    CLOUD_API_THROTTLED.labels(provider="aws", operation=operation).inc()
                 if err.code in THROTTLING_CODES and attempt + 1 < self._attempts:
                     delay = self._base_delay * 2**attempt
+                    CLOUD_API_THROTTLE_SECONDS.labels(provider="aws", operation=operation).inc(delay)
                     log.info("%s %s throttled, retrying in %.1fs", service, _camel(operation), delay)
                     self._sleep(delay)
                     continue

@@ -21,7 +21,9 @@ for it — `create` one CreateFleet, `delete` a DescribeInstances and a Terminat
 `list`, `is_drifted` and `has_seen` one DescribeInstances — and, given `api_limits`
 (`aws.ratelimit.Buckets`, EC2's per-action buckets as Karpenter's kwok EC2 sets them: the
 controller passes them unless `--simulated-api-limits=false`), a call whose bucket is empty is
-refused with `ThrottledError` before it does anything (`throttled` counts them). Buckets are per
+refused with `ThrottledError` before it does anything (`throttled` counts them; both counts are
+on /metrics too, `karpy_cloudprovider_api_calls_total` / `_api_throttled_total`, and a refusal's
+retry-after in `_api_throttle_seconds_total`). Buckets are per
 provider (one controller's account view), timed by the injected clock. Faults a test queues
 in the store per call (`store.fail_next_calls`) come after the buckets: a throttle is the same
 `ThrottledError`, a timeout waits (the injected `sleep`) and fails with nothing done, a lost answer
@@ -66,6 +68,7 @@ from controller.cloudprovider.simulated.store import (
     Store,
 )
 from controller.core import labels as L
+from controller.metrics import CLOUD_API_CALLS, CLOUD_API_THROTTLE_SECONDS, CLOUD_API_THROTTLED
 from controller.scheduling.instancetypes import LaunchOption, launch_order
 from controller.scheduling.types import InstanceType, KubeletSpec, ProvisionerSpec
 
@@ -123,6 +126,7 @@ class SimulatedCloudProvider:
         is returned: the caller does the call, then `_lose_answer`."""
         with self._lock:
             self.calls[operation] = self.calls.get(operation, 0) + 1
+        CLOUD_API_CALLS.labels(provider=self.name, operation=operation).inc()
         wait = self._limits.take(operation, self._clock.now()) if self._limits is not None else 0.0
         fault = self.store.take_call_fault(operation) if wait <= 0 else None
         if fault is not None and fault[0] == FAULT_THROTTLE:
@@ -130,6 +134,8 @@ class SimulatedCloudProvider:
         if wait > 0:
             with self._lock:
                 self.throttled[operation] = self.throttled.get(operation, 0) + 1
+            CLOUD_API_THROTTLED.labels(provider=self.name, operation=operation).inc()
+            CLOUD_API_THROTTLE_SECONDS.labels(provider=self.name, operation=operation).inc(wait)
             raise ThrottledError(f"{what}: ec2 {_name(operation)}: RequestLimitExceeded: Request limit exceeded.", wait)
         if fault is not None and fault[0] == FAULT_TIMEOUT:
             self._lose_answer(operation, what, fault[1])

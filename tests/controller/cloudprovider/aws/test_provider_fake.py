@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
@@ -122,10 +123,15 @@ def test_throttling_past_the_last_retry_is_a_throttled_error_not_a_failure() -> 
     transport, provider, _, sleeps = make()
     types = provider.get_instance_types(None, TEMPLATE)
     transport.errors["create_fleet"] = [ApiError("RequestLimitExceeded", "Request limit exceeded.")] * 5
+    labels = {"provider": "aws", "operation": "create_fleet"}
+    names = [f"karpy_cloudprovider_api_{n}_total" for n in ("calls", "throttled", "throttle_seconds")]
+    before = [REGISTRY.get_sample_value(n, labels) or 0.0 for n in names]
     with pytest.raises(ThrottledError, match=r"ec2 CreateFleet \(provisioner default\): RequestLimitExceeded") as err:
         provider.create(make_request(types, ["m5.large"], TEMPLATE))
     assert isinstance(err.value, AWSError) and err.value.retry_after == pytest.approx(6.4)
     assert sleeps[-4:] == [0.2, 0.4, 0.8, 1.6] and len(transport.named("create_fleet")) == 5  # tried 5 times
+    after = [REGISTRY.get_sample_value(n, labels) or 0.0 for n in names]
+    assert [a - b for a, b in zip(after, before, strict=True)] == pytest.approx([5, 5, 3.0])  # on /metrics
     assert provider.create(make_request(types, ["m5.large"], TEMPLATE)).instance_type == "m5.large"
 
 

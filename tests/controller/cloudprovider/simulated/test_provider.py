@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
@@ -146,10 +147,14 @@ def test_api_limits_refuse_a_call_once_its_bucket_is_empty_until_it_refills(tmp_
     limits = Buckets({"create_fleet": (5.0, 50.0), "terminate_instances": (5.0, 100.0)})
     cloud = SimulatedCloudProvider(tmp_path / "cloud.db", clock, cluster="test", node_label="", api_limits=limits)
     request = NodeRequest("default", Requirements(), types("m5.large"))
+    labels = {"provider": "simulated", "operation": "create_fleet"}
+    before = [sample(f"karpy_cloudprovider_api_{n}_total", labels) for n in ("calls", "throttled", "throttle_seconds")]
     launched = [cloud.create(request) for _ in range(50)]  # CreateFleet's burst
     with pytest.raises(ThrottledError, match="CreateFleet: RequestLimitExceeded") as refused:
         cloud.create(request)
     assert refused.value.retry_after == pytest.approx(0.2)
+    after = [sample(f"karpy_cloudprovider_api_{n}_total", labels) for n in ("calls", "throttled", "throttle_seconds")]
+    assert [a - b for a, b in zip(after, before, strict=True)] == pytest.approx([51, 1, 0.2])  # on /metrics
     assert len(cloud.list()) == 50  # the refused call launched nothing
     assert cloud.calls["create_fleet"] == 51 and cloud.throttled == {"create_fleet": 1}
     clock.step(0.2)
@@ -186,6 +191,10 @@ def test_a_given_catalog_is_used_as_written_unless_reshaped(tmp_path: Path) -> N
     assert as_written.get_instance_types(None, template) == catalog
     shaped = SimulatedCloudProvider(tmp_path / "b.db", FakeClock(), catalog=catalog)
     assert [it.overhead for it in shaped.get_instance_types(None, template)] != [it.overhead for it in catalog]
+
+
+def sample(name: str, labels: dict[str, str]) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 def faulty(tmp_path: Path) -> tuple[SimulatedCloudProvider, list[float]]:

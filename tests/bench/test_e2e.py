@@ -1,0 +1,39 @@
+"""The e2e benchmark's report of the cloud API economy, read from a controller's /metrics text."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from bench.e2e import api_economy, by_operation, scenario_arg, workloads_of
+
+METRICS = """\
+# TYPE karpy_cloudprovider_api_calls_total counter
+karpy_cloudprovider_api_calls_total{provider="simulated",operation="create_fleet"} 60.0
+karpy_cloudprovider_api_calls_total{provider="simulated",operation="describe_instances"} 250.0
+karpy_cloudprovider_api_throttled_total{provider="simulated",operation="create_fleet"} 4.0
+karpy_cloudprovider_api_throttle_seconds_total{provider="simulated",operation="create_fleet"} 0.8
+rest_client_requests_total{code="200",method="GET"} 12.0
+"""
+
+
+def test_calls_per_1000_pods_and_what_throttling_cost() -> None:
+    assert by_operation(METRICS, "karpy_cloudprovider_api_calls_total") == {
+        "create_fleet": 60.0,
+        "describe_instances": 250.0,
+    }
+    economy = api_economy(METRICS, 500)
+    assert economy["cloud_calls_per_1000_pods"] == {"create_fleet": 120.0, "describe_instances": 500.0}
+    assert economy["cloud_calls_per_1000_pods_total"] == 620.0
+    assert economy["cloud_throttled"] == {"create_fleet": 4} and economy["cloud_throttle_seconds"] == 0.8
+    assert api_economy("", 0)["cloud_calls_per_1000_pods"] == {}
+
+
+def test_a_pod_count_is_the_1000_pod_mix_scaled() -> None:
+    assert [(w[0], w[1]) for w in workloads_of("200")] == [("bench-small", 100), ("bench-large", 100)]
+    assert sum(w[1] for w in workloads_of("5000")) == 5000
+    assert scenario_arg("200") == "200"
+    for bad in ("0", "lots", "9000"):
+        with pytest.raises(argparse.ArgumentTypeError, match="a pod count 1-5000"):
+            scenario_arg(bad)
