@@ -206,15 +206,16 @@ def metrics_text(port: int) -> str:
     return text
 
 
-def client_requests(port: int) -> int:
-    """The controller's `rest_client_requests_total`, summed over codes and methods."""
-    return requests_total(metrics_text(port))
+def client_requests(port: int, metric: str = "rest_client_requests_total") -> int:
+    """The controller's requests to the apiserver (its client's counter `metric`), summed over
+    codes and methods."""
+    return requests_total(metrics_text(port), metric)
 
 
-def requests_total(text: str) -> int:
-    """`rest_client_requests_total` in a /metrics text, summed over codes and methods."""
+def requests_total(text: str, metric: str = "rest_client_requests_total") -> int:
+    """A client's request counter `metric` in a /metrics text, summed over codes and methods."""
     return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("rest_client_requests_total{")))  # fmt: skip
+                   if line.startswith(metric + "{")))  # fmt: skip
 
 
 def by_operation(text: str, family: str) -> dict[str, float]:

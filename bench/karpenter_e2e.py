@@ -22,8 +22,9 @@ the zonal spread's skew (max - min Running pods over the zones of the nodes); af
 half, the seconds until the node set stops changing (`--quiet` seconds without a change) and the
 nodes and $/h then; after scaling to zero, the seconds until no node is left; the controller's
 peak memory (VmHWM) and CPU seconds over the whole run; the requests its own client sent
-(`rest_client_requests_total`) and the apiserver's `apiserver_request_total` delta (every
-client: the scheduler, controller manager and kwok work in proportion to what the autoscaler does).
+(karpy's `rest_client_requests_total`, Karpenter's `client_go_request_total`) and the
+apiserver's `apiserver_request_total` delta (every client: the scheduler, controller manager and
+kwok work in proportion to what the autoscaler does).
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ def settle(
 class Karpy:
     name = "karpy"
     node_label = L.PROVISIONER_NAME
+    requests_metric = "rest_client_requests_total"
 
     def __init__(self, catalog_file: Path) -> None:
         self.catalog_file = catalog_file
@@ -222,6 +224,7 @@ class Karpy:
 class Karpenter:
     name = "Karpenter"
     node_label = NODEPOOL_LABEL
+    requests_metric = "client_go_request_total"  # operatorpkg's client-go adapter
 
     def __init__(self, binary: Path, module_dir: Path) -> None:
         self.binary, self.module_dir = binary, module_dir
@@ -330,7 +333,7 @@ def run(auto: Autoscaler, work: Path, pods: int, catalog: Catalog, quiet: float)
             progress.stop()
             peak_mb, cpu_seconds = proc_stats(ctrl.pid)
             result.update(peak_mb=round(peak_mb, 1), cpu_seconds=round(cpu_seconds, 1))
-            result["controller_requests"] = client_requests(port)
+            result["controller_requests"] = client_requests(port, auto.requests_metric)
             result["apiserver_requests"] = apiserver_requests(cluster) - requests0
             return result
         finally:
