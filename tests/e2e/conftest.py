@@ -11,16 +11,13 @@ apiserver, so `kubectl apply` travels apiserver -> karpy -> apiserver as it does
 
 from __future__ import annotations
 
-import ssl
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from localcluster import LocalCluster, probes, procs
-from tests.e2e.env import REPO, KarpyEnv, Kube, WebhookServer, karpy_env
+from localcluster import LocalCluster
+from tests.e2e.env import KarpyEnv, Kube, WebhookServer, karpy_env, webhook_server_on
 
 
 @pytest.fixture(scope="session")
@@ -38,40 +35,10 @@ def kube(local_cluster: LocalCluster) -> Kube:
     return Kube(local_cluster)
 
 
-def _karpy(*args: str) -> list[str]:
-    return [sys.executable, "-m", "karpy", *args]
-
-
 @pytest.fixture(scope="session")
 def webhook_server(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]:
-    tmp = tmp_path_factory.mktemp("webhook")
-    certs = tmp / "certs"
-    subprocess.run(
-        _karpy("certs", "generate", "--dir", str(certs), "--host", "127.0.0.1", "--host", "localhost"),
-        check=True,
-        capture_output=True,
-        cwd=REPO,
-    )
-    ca_crt = certs / "ca.crt"
-    port = procs.free_port()
-    url_base = f"https://127.0.0.1:{port}"
-    proc = procs.start(
-        "karpy-webapp",
-        _karpy("webapp", "--cert-dir", str(certs), "--port", str(port), "--host", "127.0.0.1"),
-        tmp,
-        die_with_parent=True,
-        cwd=REPO,
-    )
-    try:
-        ctx = ssl.create_default_context(cafile=str(ca_crt))
-        procs.wait_until("karpy webapp /healthz", lambda: probes.ok(url_base + "/healthz", ctx), 60, [proc])
-        local_cluster.install_webhooks(url_base, ca_crt.read_bytes())
-        yield WebhookServer(url_base=url_base, ca_crt=ca_crt, proc=proc)
-    finally:
-        try:
-            local_cluster.uninstall_webhooks()
-        finally:
-            procs.stop(proc)
+    with webhook_server_on(local_cluster, tmp_path_factory.mktemp("webhook")) as server:
+        yield server
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ import contextlib
 import functools
 import itertools
 import json
+import ssl
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ from controller.core import labels as L
 from controller.kube.client import KubeClient
 from controller.kube.errors import KubeError, NotFoundError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
-from localcluster import LocalCluster, procs
+from localcluster import LocalCluster, probes, procs
 from tests.support.poll import until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -303,3 +304,37 @@ FAST = (
     "--consolidated-reset-seconds", "5",
     "--replacement-timeout-seconds", "60",
 )  # fmt: skip
+
+
+@contextlib.contextmanager
+def webhook_server_on(cluster: LocalCluster, tmp: Path) -> Iterator[WebhookServer]:
+    """`karpy webapp` over TLS (certificates of its own in `tmp`) with its webhooks registered on
+    `cluster`'s apiserver; unregistered and stopped afterwards."""
+    certs = tmp / "certs"
+    karpy = [sys.executable, "-m", "karpy"]
+    subprocess.run(
+        [*karpy, "certs", "generate", "--dir", str(certs), "--host", "127.0.0.1", "--host", "localhost"],
+        check=True,
+        capture_output=True,
+        cwd=REPO,
+    )
+    ca_crt = certs / "ca.crt"
+    port = procs.free_port()
+    url_base = f"https://127.0.0.1:{port}"
+    proc = procs.start(
+        "karpy-webapp",
+        [*karpy, "webapp", "--cert-dir", str(certs), "--port", str(port), "--host", "127.0.0.1"],
+        tmp,
+        die_with_parent=True,
+        cwd=REPO,
+    )
+    try:
+        ctx = ssl.create_default_context(cafile=str(ca_crt))
+        procs.wait_until("karpy webapp /healthz", lambda: probes.ok(url_base + "/healthz", ctx), 60, [proc])
+        cluster.install_webhooks(url_base, ca_crt.read_bytes())
+        yield WebhookServer(url_base=url_base, ca_crt=ca_crt, proc=proc)
+    finally:
+        try:
+            cluster.uninstall_webhooks()
+        finally:
+            procs.stop(proc)

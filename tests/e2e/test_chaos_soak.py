@@ -4,7 +4,10 @@ On a control plane of its own (its kube-apiserver is restarted) with the simulat
 controller replicas (leader election, consolidation on) face, for `KARPY_SOAK_MINUTES` (30 by
 default), one random action every 2–6 s:
 - scale: a Deployment (`web` 500m/512Mi, `batch` 1 CPU/2Gi, `spread` 250m with a hostname
-  topology spread) to a random size, including 0;
+  topology spread, `zonal` 250m with a zonal `DoNotSchedule` spread of maxSkew 1, gated by karpy's
+  pod webhook as in `controller/provisioning/spreadpin.py`) or the StatefulSet `db` (500m/512Mi,
+  a dynamic `WaitForFirstConsumer` claim per pod, served by the fake CSI external provisioner of
+  `tests/support/csiprovisioner.py`) to a random size, including 0;
 - delete-node: `kubectl delete` a random karpy node (termination drains it);
 - kill: SIGKILL a random controller replica (the leader half the time), restarted 2–10 s later;
 - apiserver: stop kube-apiserver, 1–4 s down, start it again;
@@ -18,14 +21,20 @@ default), one random action every 2–6 s:
 Between actions the invariants are checked on the live cluster:
 - placement: no bound pod breaks kube-scheduler's order-independent rules (resources, taints,
   selectors, affinity; `tests/support/placement.py`, independent of karpy);
+- volumes: every claim of a bound pod Bound, its volume allowing the pod's node (the volume's
+  zone is the node's zone), attach limits kept (`placement.volume_violations`);
 - the instance ledger: every simulated instance has a Node and every karpy Node an instance,
   allowing `LEDGER_GRACE` seconds for launches, terminations and garbage collection in flight
   (a mismatch that outlives it is a leaked or lost instance);
 - pending: no pod stays Pending longer than `PENDING_LIMIT` (the cloud always has capacity left:
   a fault blocks a few launches or one offering at a time);
 - memory: each controller process's peak RSS stays under `MEMORY_LIMIT_MB`.
-At the end every Deployment goes to 0, then the cluster must settle: no karpy node, no
-instance. The counts and every violation are printed; the test fails on any violation.
+At the end the chaos stops (controllers up, outages over), `zonal` goes to 0 and back to
+its largest size (a scale-down removes pods whatever their zone, so only a fresh scale-up says
+where karpy put them), and once every workload is Running at its size the zonal spread must be
+within maxSkew over the provisioner's three zones (`placement.spread_skew_violations`) and the
+volume and placement rules hold. Then every workload goes to 0 and the cluster must settle: no
+karpy node, no instance. The counts and every violation are printed; the test fails on any violation.
 """
 
 from __future__ import annotations
@@ -52,9 +61,11 @@ from controller.cloudprovider.simulated.store import (
 )
 from controller.core import labels as L
 from localcluster import LocalCluster, procs
-from tests.e2e.env import Controller, KarpyEnv, karpy_env
-from tests.support.placement import final_violations
-from tests.support.poll import settled
+from tests.e2e.controller.test_volumes import STATEFULSETS, cluster_volumes, statefulset, storage_class
+from tests.e2e.env import Controller, KarpyEnv, karpy_env, webhook_server_on
+from tests.support.csiprovisioner import DRIVER, FakeProvisioner
+from tests.support.placement import final_violations, spread_skew_violations, volume_violations
+from tests.support.poll import settled, until
 
 MINUTES = float(os.environ.get("KARPY_SOAK_MINUTES", "30"))
 # the suite's 900 s per-test timeout would end it: the chaos, then up to 15 min to set up and settle
@@ -73,7 +84,14 @@ FLAGS = (
 TYPES = ["m5.large", "m5.xlarge", "m5.2xlarge", "c5.xlarge", "c5.2xlarge", "r5.large", "r5.xlarge"]
 ZONES = ["us-west-2a", "us-west-2b", "us-west-2c"]
 API_CALLS = ("create_fleet", "terminate_instances", "describe_instances")  # the simulated cloud's EC2 calls
-WORKLOADS = {"web": (20, "500m", "512Mi"), "batch": (10, "1", "2Gi"), "spread": (12, "250m", "256Mi")}
+ZONE = "topology.kubernetes.io/zone"
+WORKLOADS = {
+    "web": (20, "500m", "512Mi"), "batch": (10, "1", "2Gi"),
+    "spread": (12, "250m", "256Mi"), "zonal": (9, "250m", "256Mi"),
+}  # fmt: skip
+SPREADS = {"spread": L.HOSTNAME, "zonal": ZONE}
+STATEFUL, STATEFUL_MAX, STORAGE_CLASS = "db", 6, "soak-csi"
+SETTLE_LIMIT = 300.0  # the end: every workload Running at its size
 
 
 @dataclass
@@ -127,6 +145,7 @@ class Soak:
         self.mismatch_since: dict[str, float] = {}
         self.pending_since: dict[str, float] = {}
         self.outages: list[tuple[float, tuple[str, str, str]]] = []
+        self.sizes: dict[str, int] = {**dict.fromkeys(WORKLOADS, 2), STATEFUL: 2}
 
     # actions --------------------------------------------------------------------------------
 
@@ -146,8 +165,15 @@ class Soak:
         self.tally.count(action)
 
     def scale(self) -> None:
-        name = self.rng.choice(list(WORKLOADS))
-        self.karpy.scale(name, self.rng.randint(0, WORKLOADS[name][0]))
+        name = self.rng.choice([*WORKLOADS, STATEFUL])
+        self.resize(name, self.rng.randint(0, STATEFUL_MAX if name == STATEFUL else WORKLOADS[name][0]))
+
+    def resize(self, name: str, replicas: int) -> None:
+        if name == STATEFUL:
+            self.karpy.kube.patch(STATEFULSETS, name, {"spec": {"replicas": replicas}}, self.karpy.namespace)
+        else:
+            self.karpy.scale(name, replicas)
+        self.sizes[name] = replicas
 
     def delete_node(self) -> None:
         nodes = [n["metadata"]["name"] for n in self.karpy.nodes() if not n["metadata"].get("deletionTimestamp")]
@@ -204,6 +230,9 @@ class Soak:
         nodes, pods = self.karpy.nodes(), self.karpy.pods()
         for problem in final_violations(nodes, pods):
             self.tally.violate(f"placement: {problem}")
+        # claims and volumes read after the pods: kube-scheduler binds a pod once its claims are Bound
+        for problem in volume_violations(nodes, pods, cluster_volumes(self.karpy)):
+            self.tally.violate(f"volumes: {problem}")
         self._ledger(nodes, now)
         self._pending(pods, now)
         for identity, ctrl in self.replicas.items():
@@ -241,25 +270,55 @@ class Soak:
                 self.tally.violate(f"pending: {key} for {now - since:.0f}s")
                 self.pending_since[key] = now
 
+    # the end ---------------------------------------------------------------------------------
+
+    def all_running(self) -> bool:
+        return all(len(self.karpy.running(name)) == size for name, size in self.sizes.items())
+
+    def end_state(self) -> None:
+        """Every workload Running at its size, `zonal` freshly scaled up: spread, volumes, placement."""
+        self.resize("zonal", 0)
+        until(lambda: not self.karpy.pods("zonal"), 120, "the zonal spread's pods gone")
+        self.resize("zonal", WORKLOADS["zonal"][0])
+        until(self.all_running, SETTLE_LIMIT, f"every workload Running at its size {self.sizes}", interval=1)
+        nodes, pods = self.karpy.nodes(), self.karpy.pods()
+        for problem in spread_skew_violations(nodes, pods, ZONE, ZONES):
+            self.tally.violate(f"end state: {problem}")
+        for problem in volume_violations(nodes, pods, cluster_volumes(self.karpy)) + final_violations(nodes, pods):
+            self.tally.violate(f"end state: {problem}")
+
 
 def test_chaos_soak(own_cluster: LocalCluster, tmp_path: Path) -> None:
     rng = random.Random(SEED)
     tally = Tally()
     print(f"\nchaos soak: {MINUTES:g} min, seed {SEED}", flush=True)
-    with karpy_env(own_cluster, tmp_path) as karpy:
+    webhook = tmp_path / "webhook"
+    webhook.mkdir()
+    with (
+        webhook_server_on(own_cluster, webhook),
+        karpy_env(own_cluster, tmp_path) as karpy,
+        FakeProvisioner(karpy.kube) as csi,
+    ):
         karpy.provisioner(
             consolidation={"enabled": True},
-            requirements=[{"key": L.INSTANCE_TYPE, "operator": "In", "values": TYPES}],
+            requirements=[
+                {"key": L.INSTANCE_TYPE, "operator": "In", "values": TYPES},
+                {"key": ZONE, "operator": "In", "values": ZONES},
+            ],
             limits={"resources": {"cpu": "400"}},
         )
         soak = Soak(karpy, own_cluster, rng, tally)
         for identity in soak.replicas:
             soak.start(identity)
-        topology = [{"maxSkew": 1, "topologyKey": L.HOSTNAME, "whenUnsatisfiable": "DoNotSchedule",
-                     "labelSelector": {"matchLabels": {"app": "spread"}}}]  # fmt: skip
         for name, (_, cpu, memory) in WORKLOADS.items():
-            extra: dict[str, Any] = {"topologySpreadConstraints": topology} if name == "spread" else {}
+            extra: dict[str, Any] = {}
+            if name in SPREADS:
+                extra["topologySpreadConstraints"] = [
+                    {"maxSkew": 1, "topologyKey": SPREADS[name], "whenUnsatisfiable": "DoNotSchedule",
+                     "labelSelector": {"matchLabels": {"app": name}}}]  # fmt: skip
             karpy.deployment(name, 2, cpu=cpu, memory=memory, **extra)
+        karpy.apply(storage_class(STORAGE_CLASS, DRIVER))
+        karpy.apply(statefulset(karpy.namespace, STATEFUL, 2, STORAGE_CLASS))
         started = time.monotonic()
         deadline = started + MINUTES * 60
         while time.monotonic() < deadline:
@@ -271,13 +330,16 @@ def test_chaos_soak(own_cluster: LocalCluster, tmp_path: Path) -> None:
                     time.sleep(1)  # the checks' own pace, not a synchronisation
             except Exception as err:  # an action or a check that met the chaos: counted, the soak goes on
                 tally.count(f"error:{type(err).__name__}")
-        # the end: everything scaled to 0, the controllers up, faults cleared → nothing may be left
+        # the end: the controllers up, faults cleared, the end state checked, then everything scaled to 0
         for identity in list(soak.down_since):
             soak.start(identity)
         for _, offering in soak.outages:
             karpy.cloud.store.set_outage(*offering, on=False)
-        for name in WORKLOADS:
-            karpy.scale(name, 0)
+        final_started = time.monotonic()
+        soak.end_state()
+        settled_in, end_sizes = time.monotonic() - final_started, dict(soak.sizes)
+        for name in [*WORKLOADS, STATEFUL]:
+            soak.resize(name, 0)
         final = time.monotonic()
 
         def leftovers() -> str:
@@ -289,7 +351,9 @@ def test_chaos_soak(own_cluster: LocalCluster, tmp_path: Path) -> None:
             if ctrl is not None:
                 assert procs.alive(ctrl.proc), "a controller exited by itself"
         print(
-            f"chaos soak done: {(final - started) / 60:.1f} min of chaos, settled in {time.monotonic() - final:.0f}s; "
+            f"chaos soak done: {(final_started - started) / 60:.1f} min of chaos, every workload Running at its size "
+            f"{end_sizes} {settled_in:.0f}s after it; {len(csi.provisioned)} volumes provisioned; "
+            f"emptied in {time.monotonic() - final:.0f}s; "
             f"actions {dict(sorted(tally.actions.items()))}; {tally.checks} invariant checks; "
             f"controller peak RSS {', '.join(f'{k} {v:.0f} MB' for k, v in sorted(tally.peak_rss_mb.items()))}; "
             f"violations {len(tally.violations)}",
