@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError
+from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, ThrottledError
 from controller.core import labels as L
 from controller.kube.errors import AlreadyExistsError, KubeError
 from controller.kube.resources import NODES
@@ -96,6 +96,18 @@ def test_a_cloud_error_is_a_launch_error_naming_the_cause(error: CloudProviderEr
     env = make_env()
     provisioner = make_provisioner()
     env.cloud.next_create_error = error
-    with pytest.raises(LaunchError, match=f"launching node: {error}"):
+    with pytest.raises(LaunchError, match=f"launching node: {error}") as raised:
         launcher(env).launch(planned(provisioner), provisioner, {})
     assert env.kube.items(NODES) == []
+    assert raised.value.retry_after is None  # a failure, not a "retry later"
+
+
+def test_a_throttled_create_is_a_launch_error_to_retry_later_with_nothing_made() -> None:
+    env = make_env()
+    provisioner = make_provisioner()
+    env.cloud.next_create_error = ThrottledError("ec2 CreateFleet: RequestLimitExceeded: slow down", 0.4)
+    usage: dict[str, int] = {}
+    with pytest.raises(LaunchError, match=r"throttled, retrying in 0\.4s: ec2 CreateFleet") as raised:
+        launcher(env).launch(planned(provisioner), provisioner, usage)
+    assert raised.value.retry_after == pytest.approx(0.4)
+    assert env.kube.items(NODES) == [] and env.cloud.instances == {} and usage == {}
