@@ -23,7 +23,7 @@ from controller.core import labels as L
 from controller.kube.resources import WATCHED
 from controller.state.cluster import ClusterState
 from webapp import create_app
-from webapp.dashboard.source import ControllerAnswers, Inputs, Sample
+from webapp.dashboard.source import ControllerAnswers, DashboardInputs, Sample
 
 NOW = 1_704_067_200.0 + 3600
 TYPES = [("m5.large", 2, "8Gi", 0.096), ("m5.xlarge", 4, "16Gi", 0.192), ("c5.2xlarge", 8, "16Gi", 0.34)]
@@ -97,8 +97,8 @@ class StaticSource:
         self.answers = ControllerAnswers("", answers_nodes, reasons, decisions)
         self.history = tuple(Sample(NOW - 3600 + 15 * k, nodes, 250.0) for k in range(240))
 
-    def read(self) -> Inputs:
-        return Inputs(self.state.snapshot(), self.answers, self.history)
+    def read(self) -> DashboardInputs:
+        return DashboardInputs(self.state.snapshot(), self.answers, self.history)
 
 
 def main() -> None:
