@@ -13,6 +13,7 @@ import os
 import shutil
 import urllib.error
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlparse
@@ -22,6 +23,7 @@ import pytest
 from controller.core import labels as L
 from controller.kube.errors import KubeError
 from controller.kube.resources import NODES
+from localcluster.manifests import VALIDATING_NAME
 from tests.e2e.dashboard.conftest import Dashboard
 from tests.e2e.env import KarpyEnv
 from tests.support.poll import until
@@ -29,6 +31,10 @@ from tests.support.poll import until
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(420)]
 
 XSS = "<script>alert(1)</script>"
+HOSTILE = {
+    "apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "hostile"},
+    "spec": {"requirements": [{"key": "team", "operator": "In", "values": [XSS]}]},
+}  # fmt: skip
 MAX_PAGES = 150
 
 
@@ -36,8 +42,10 @@ def _setup(env: KarpyEnv) -> None:
     env.provisioner("default", consolidation={"enabled": True})
     # A provisioner whose limit leaves no room for any instance type: its pods stay pending.
     env.provisioner("limited", limits={"resources": {"cpu": "1"}}, labels={"pool": "limited"})
-    # Hostile text where the API server accepts any string (karpy's webhook is not in this test).
-    env.provisioner("hostile", requirements=[{"key": "team", "operator": "In", "values": [XSS]}])
+    # Hostile text as a cluster without karpy's validating webhook stores it (the webhook refuses it;
+    # the dashboard must still show it as text).
+    with _without_validating_webhook(env):
+        until(lambda: _create(env, HOSTILE, dry_run=False), 30, "the hostile provisioner stored")
     env.deployment("web", 2, cpu="500m", memory="512Mi")
     env.deployment("guarded", 1, cpu="500m", memory="512Mi", metadata={"annotations": {L.DO_NOT_EVICT: "true"}})
     env.deployment("capped", 1, cpu="1", memory="1Gi", nodeSelector={"pool": "limited"})
@@ -47,6 +55,36 @@ def _setup(env: KarpyEnv) -> None:
         "metadata": {"name": f"static-{env.namespace}", "labels": {"kwok.x-k8s.io/node": "fake", "role": "static"}},
         "spec": {"taints": [{"key": "dedicated", "value": "static", "effect": "NoSchedule"}]},
     })  # fmt: skip
+
+
+@contextlib.contextmanager
+def _without_validating_webhook(env: KarpyEnv) -> Iterator[None]:
+    """karpy's validating webhook unregistered for the block, then registered again exactly as it
+    was (the session's webhook server may have registered it for earlier tests; when it has not,
+    there is nothing to do)."""
+    found = env.cluster.kubectl(
+        "get", "validatingwebhookconfiguration", VALIDATING_NAME, "-o", "json", "--ignore-not-found", check=False
+    ).stdout.strip()
+    if not found:
+        yield
+        return
+    saved = json.loads(found)
+    meta = saved["metadata"]
+    saved["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
+    env.cluster.kubectl("delete", "validatingwebhookconfiguration", VALIDATING_NAME)
+    try:
+        yield
+    finally:
+        env.cluster.kubectl("create", "-f", "-", input=json.dumps(saved))
+        # the apiserver calls it again (a refused dry run) before the next test relies on it
+        until(lambda: not _create(env, {**HOSTILE, "metadata": {"name": "hostile-probe"}}, dry_run=True), 30,
+              "karpy's validating webhook called again")  # fmt: skip
+
+
+def _create(env: KarpyEnv, doc: dict[str, Any], dry_run: bool) -> bool:
+    """Whether the apiserver admits `doc` (stored unless `dry_run`)."""
+    args = ("create", "--dry-run=server") if dry_run else ("create",)
+    return env.cluster.kubectl(*args, "-f", "-", input=json.dumps(doc), check=False).returncode == 0
 
 
 def _cleanup_static(env: KarpyEnv) -> None:
