@@ -11,7 +11,7 @@ Workload expansion (Deployment → pods) lives in `workloads.py`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controller.apis.errors import clip, render
@@ -82,26 +82,23 @@ def pod_request(obj: Mapping[str, Any]) -> PodRequest:
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     """Karpenter's Ceiling of a pod spec's containers, plus `pods: 1`."""
-    summed: dict[str, int] = {}
-    for i, container in enumerate(_list(spec.get("containers"), "spec.containers")):
-        for name, value in _container_requests(container, f"spec.containers[{i}]").items():
-            summed[name] = summed.get(name, 0) + value
-    for i, container in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
-        for name, value in _container_requests(container, f"spec.initContainers[{i}]").items():
-            summed[name] = max(summed.get(name, 0), value)
-    summed[PODS] = 1
-    return summed
+    return _ceiling(spec, _container_requests)
 
 
 def pod_limits(spec: Mapping[str, Any]) -> dict[str, int]:
     """Karpenter's Ceiling of a pod spec's containers' limits (summed, at least the largest init
     container's), plus `pods: 1` as Karpenter's `LimitsForPods` counts it; raises PodSpecError."""
+    return _ceiling(spec, _container_limits)
+
+
+def _ceiling(spec: Mapping[str, Any], per_container: Callable[[Any, str], dict[str, int]]) -> dict[str, int]:
+    """Containers summed, at least the largest init container, plus `pods: 1`."""
     summed: dict[str, int] = {}
     for i, container in enumerate(_list(spec.get("containers"), "spec.containers")):
-        for name, value in _container_limits(container, f"spec.containers[{i}]").items():
+        for name, value in per_container(container, f"spec.containers[{i}]").items():
             summed[name] = summed.get(name, 0) + value
     for i, container in enumerate(_list(spec.get("initContainers"), "spec.initContainers")):
-        for name, value in _container_limits(container, f"spec.initContainers[{i}]").items():
+        for name, value in per_container(container, f"spec.initContainers[{i}]").items():
             summed[name] = max(summed.get(name, 0), value)
     summed[PODS] = 1
     return summed
