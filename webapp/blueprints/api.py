@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, jsonify
 
-from webapp.blueprints.dashboard import args, read, status, unknown
+from webapp.blueprints.dashboard import args, read, status, why_missing
 from webapp.dashboard.nodes import QueryError, node_page, nodes_page
 from webapp.dashboard.overview import decisions_page, overview_page
 from webapp.dashboard.pending import pending_page
@@ -44,9 +44,7 @@ def node(name: str) -> Response | tuple[Response, int, dict[str, str]]:
     inputs = read()
     data = node_page(inputs, name)
     if data is None:
-        if why := unknown(inputs, f"node {name}"):
-            return _unavailable(inputs, why)
-        abort(404, description=f"node {name} not found")
+        return _unavailable(inputs, why_missing(inputs, f"node {name}"))
     return jsonify(status=status(inputs), data=data)
 
 
@@ -61,9 +59,7 @@ def provisioner(name: str) -> Response | tuple[Response, int, dict[str, str]]:
     inputs = read()
     data = provisioner_page(inputs, name)
     if data is None:
-        if why := unknown(inputs, f"provisioner {name}"):
-            return _unavailable(inputs, why)
-        abort(404, description=f"provisioner {name} not found")
+        return _unavailable(inputs, why_missing(inputs, f"provisioner {name}"))
     return jsonify(status=status(inputs), data=data)
 
 

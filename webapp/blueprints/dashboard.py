@@ -41,12 +41,13 @@ def status(inputs: DashboardInputs) -> dict[str, Any]:
     }
 
 
-def unknown(inputs: DashboardInputs, what: str) -> str:
-    """Why `what` cannot be looked up now, or "" when its absence is known: while the cluster
-    view is not synced (the API server unreachable), missing means "can't tell", never "does not
-    exist" (issue 20, defect 6) — the caller answers 503 with the banner."""
+def why_missing(inputs: DashboardInputs, what: str) -> str:
+    """For a detail page whose object is missing: answers 404 when its absence is known, else says
+    why `what` cannot be looked up now. While the cluster view is not synced (the API server
+    unreachable), missing means "can't tell", never "does not exist" (issue 20, defect 6) — the
+    caller answers 503 with that reason and the banner."""
     if inputs.snapshot.synced:
-        return ""
+        abort(404, description=f"{what} not found")
     return f"{what} cannot be looked up now: {inputs.problem or 'the cluster view is not synced'}"
 
 
@@ -121,9 +122,7 @@ def node(name: str) -> str | tuple[str, int, dict[str, str]]:
     inputs = read()
     page = node_page(inputs, name)
     if page is None:
-        if why := unknown(inputs, f"node {name}"):
-            return _unavailable(inputs, why)
-        abort(404, description=f"node {name} not found")
+        return _unavailable(inputs, why_missing(inputs, f"node {name}"))
     return render_template("node.html", node=page, status=status(inputs), nav="nodes")
 
 
@@ -140,9 +139,7 @@ def provisioner(name: str) -> str | tuple[str, int, dict[str, str]]:
     inputs = read()
     page = provisioner_page(inputs, name)
     if page is None:
-        if why := unknown(inputs, f"provisioner {name}"):
-            return _unavailable(inputs, why)
-        abort(404, description=f"provisioner {name} not found")
+        return _unavailable(inputs, why_missing(inputs, f"provisioner {name}"))
     return render_template("provisioner.html", p=page, status=status(inputs), nav="provisioners")
 
 
