@@ -49,6 +49,20 @@ POD_GATE_NAME = "topology-gate.webhook.karpy.sh"
 POD_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}
 ]
+# Only pods that may need the gate reach the webhook (a CEL matchCondition, GA since Kubernetes
+# 1.30): a DoNotSchedule spread on a key other than the hostname, the rule of
+# `controller.apis.podgate.spread_keys`; the webhook still checks everything else (`needs_gate`).
+# A pod the condition cannot evaluate is not sent (failurePolicy Ignore), and is scheduled as before.
+POD_MATCH_CONDITIONS: list[dict[str, str]] = [
+    {
+        "name": "zonal-do-not-schedule-spread",
+        "expression": (
+            "has(object.spec.topologySpreadConstraints) && object.spec.topologySpreadConstraints.exists(c, "
+            "has(c.whenUnsatisfiable) && c.whenUnsatisfiable == 'DoNotSchedule' && "
+            "has(c.topologyKey) && c.topologyKey != '' && c.topologyKey != 'kubernetes.io/hostname')"
+        ),
+    }
+]
 SYSTEM_NAMESPACES = {
     "matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "karpy"]},
@@ -104,7 +118,7 @@ def webhook_configurations(url_base: str, ca_pem: bytes) -> list[dict[str, Any]]
     mutating = webhook(MUTATING_NAME, MUTATE_PATH) | {"reinvocationPolicy": "Never"}
     pod_gate = webhook(POD_GATE_NAME, MUTATE_PATH) | {
         "reinvocationPolicy": "Never", "failurePolicy": "Ignore", "timeoutSeconds": 5, "rules": POD_RULES,
-        "namespaceSelector": SYSTEM_NAMESPACES,
+        "namespaceSelector": SYSTEM_NAMESPACES, "matchConditions": POD_MATCH_CONDITIONS,
     }  # fmt: skip
     return [
         {

@@ -11,7 +11,9 @@ Gated: a pod being created without `spec.nodeName`, for the default scheduler, n
 DaemonSet, with a `DoNotSchedule` topology spread constraint on a key other than
 `kubernetes.io/hostname` (hostname domains are nodes, which karpy's held nodes already show) and
 no such constraint with `minDomains` above 1 (`_sets_min_domains`). Everything else is left
-unchanged.
+unchanged. The webhook registration (`localcluster/manifests.py`, the chart's `webhook.yaml`)
+sends only pods `spread_keys` finds a key for, by a CEL `matchConditions` entry written to the
+same rule (checked against it on the real apiserver by `tests/e2e/test_podgate_apiserver.py`).
 """
 
 from __future__ import annotations

@@ -115,6 +115,15 @@ def test_the_topology_gate_webhook_admits_pods_on_creation_and_never_blocks_one(
     assert (system["key"], system["operator"], sorted(system["values"])) == (
         "kubernetes.io/metadata.name", "NotIn", ["karpy", "kube-system"])  # fmt: skip
     assert opted_out == {"key": "karpy.sh/topology-gate", "operator": "NotIn", "values": ["disabled"]}
+    # only pods with a DoNotSchedule spread on a key other than the hostname are sent (CEL, 1.30+ GA)
+    [condition] = gate["matchConditions"]
+    assert condition == {
+        "name": "zonal-do-not-schedule-spread",
+        "expression": "has(object.spec.topologySpreadConstraints) && object.spec.topologySpreadConstraints.exists(c, "
+        "has(c.whenUnsatisfiable) && c.whenUnsatisfiable == 'DoNotSchedule' && "
+        "has(c.topologyKey) && c.topologyKey != '' && c.topologyKey != 'kubernetes.io/hostname')",
+    }
+    assert all("matchConditions" not in h for h in hooks[:1])  # Provisioners and templates: every one
     off = render(helm, "--set", "webhook.topologyGate=false")[
         "MutatingWebhookConfiguration/defaulting.webhook.karpy.sh"
     ]
