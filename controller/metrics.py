@@ -194,6 +194,22 @@ CLOUDPROVIDER_READY = Gauge(
 # provider would make), the calls the cloud refused for its request rate, and the seconds that
 # rate cost: the AWS provider's client-side pacing and backoff, the simulated cloud's refusals'
 # retry-after.
+# Karpenter's AWS batcher (pkg/batcher/metrics.go): each batch's size and how long its window
+# stayed open, by batcher (`create_fleet`, `describe_instances`, `terminate_instances`).
+BATCH_SIZE_BUCKETS = (1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 225, 250,
+                      275, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000)  # fmt: skip
+BATCHER_BATCH_SIZE = Histogram(
+    "karpenter_cloudprovider_batcher_batch_size",
+    "Size of the request batch per batcher",
+    ["batcher"],
+    buckets=BATCH_SIZE_BUCKETS,
+)
+BATCHER_BATCH_TIME = Histogram(
+    "karpenter_cloudprovider_batcher_batch_time_seconds",
+    "Duration of the batching window per batcher",
+    ["batcher"],
+    buckets=DURATION_BUCKETS,
+)
 CLOUD_API_CALLS = Counter(
     "karpy_cloudprovider_api_calls", "Calls sent to the cloud provider's API, by operation.", ["provider", "operation"]
 )

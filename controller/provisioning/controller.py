@@ -17,8 +17,11 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    which sees the new nodes; with `bind_pods` off it binds them all.
 4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
    decision record, and stay pending: they are retried in the next window.
+   A pass's nodes are launched in parallel (`launch_workers`), as Karpenter launches a batch's
+   machines, so the cloud provider can merge identical launches into one call (CreateFleet,
+   `cloudprovider/batcher.py`); their outcomes are handled in plan order.
 5. A launch the cloud throttled (`LaunchError.retry_after`, RequestLimitExceeded) is no failure:
-   the pass launches nothing more, its remaining pods wait (`ProvisioningPass.deferred`, a
+   the pass starts no further launch, its remaining pods wait (`ProvisioningPass.deferred`, a
    "waiting" evaluation, no event) and are retried once the cloud's bucket has refilled.
 
 At scale (issue 21): every pending pod is considered in every pass — no cap, no rotation; the
@@ -39,6 +42,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import dataclass, field
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
@@ -62,16 +66,16 @@ from controller.kube.resources import NODES
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
-from controller.provisioning.launcher import Launcher, LaunchError
+from controller.provisioning.launcher import Launcher, LaunchError, LaunchResult
 from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.provisioning.nodetemplates import instance_types_for
 from controller.provisioning.spreadpin import Pinner
 from controller.scheduling.scheduler import schedule
-from controller.scheduling.types import PodRequest, SchedulingResult, SchedulingSettings
+from controller.scheduling.types import NewNode, PodRequest, SchedulingResult, SchedulingSettings
 from controller.state.cluster import ClusterState
 from controller.state.schedulinginput import Provisionable, provisionable, provisioning_input
-from controller.state.snapshot import PodView, Snapshot
+from controller.state.snapshot import PodView, ProvisionerView, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +92,7 @@ class ProvisioningSettings:
     retry_seconds: float = 10.0
     max_instance_types: int = 60
     bind_workers: int = 16
+    launch_workers: int = 64  # a pass's nodes are launched in parallel, as Karpenter does
 
     @property
     def nomination_seconds(self) -> float:
@@ -128,6 +133,7 @@ class ProvisioningController:
         self._retained = float("-inf")  # when the evaluations of gone pods were last forgotten
         self._templates: dict[str, AWSNodeTemplate | None] = {}
         self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
+        self._launches = ThreadPoolExecutor(self.settings.launch_workers, thread_name_prefix="launch")
         self.pinner = Pinner(kube, state)
 
     def reconcile(self) -> ProvisioningPass | None:
@@ -220,24 +226,38 @@ class ProvisioningController:
         nominated_events = 0
         held: list[tuple[str, tuple[str, ...]]] = []
         pins: list[tuple[PodView, Mapping[str, str]]] = []
-        throttled: LaunchError | None = None
-        for node in result.new_nodes:
-            view = snap.provisioners.get(node.provisioner)
-            if view is None or view.spec is None:
-                continue
-            pod_keys = tuple(p.key for p in node.pods)
-            if throttled is not None:  # the cloud refuses launches for now: no call, no failure
-                self._defer(pod_keys, throttled, snap.now, outcome)
-                continue
+        for name in snap.provisioners:
+            usage.setdefault(name, {})
+        planned = [
+            (node, view)
+            for node in result.new_nodes
+            if (view := snap.provisioners.get(node.provisioner)) is not None and view.spec is not None
+        ]
+        throttled: list[LaunchError] = []  # the first throttled launch: the cloud refuses launches for now
+
+        def launch(node: NewNode, view: ProvisionerView) -> LaunchResult | LaunchError:
+            if throttled:  # no call, no failure: its pods wait
+                return throttled[0]
+            assert view.spec is not None
             try:
-                launched = self.launcher.launch(
-                    node, view.spec, usage.setdefault(node.provisioner, {}), owner=view.obj,
+                return self.launcher.launch(
+                    node, view.spec, usage[node.provisioner], owner=view.obj,
                     hold_for_binding=self.settings.bind_pods, node_template=self._templates.get(node.provisioner),
                 )  # fmt: skip
             except LaunchError as err:
                 if err.retry_after is not None:
+                    throttled.append(err)
                     log.info("%s", err)
-                    throttled = err
+                return err
+
+        # In parallel, so that the cloud provider can batch identical launches into one call
+        # (CreateFleet); outcomes are then handled in plan order.
+        results = list(self._launches.map(lambda p: copy_context().run(launch, *p), planned))
+        for (node, _view), launched in zip(planned, results, strict=True):
+            pod_keys = tuple(p.key for p in node.pods)
+            if isinstance(launched, LaunchError):
+                err = launched
+                if err.retry_after is not None:
                     self._defer(pod_keys, err, snap.now, outcome)
                     continue
                 log.warning("%s", err)
@@ -385,3 +405,4 @@ class ProvisioningController:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        self._launches.shutdown(wait=True)

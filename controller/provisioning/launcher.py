@@ -1,6 +1,7 @@
 """`Launcher`: one `NewNode` → a cloud instance and its Node object (spec §5.9).
 
-Used by provisioning and, for replacement capacity, by deprovisioning:
+Used by provisioning (several launches at once: the limit check and the usage it updates are
+one step under a lock) and, for replacement capacity, by deprovisioning:
 
     result = launcher.launch(new_node, reason="provisioning", usage=current_usage)
 
@@ -20,6 +21,7 @@ launch was not attempted, no offering is to blame.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +78,7 @@ class Launcher:
     ) -> None:
         self.kube, self.cloud, self.state, self.clock = kube, cloud, state, clock
         self.nomination_seconds = nomination_seconds
+        self._usage_lock = threading.Lock()
 
     def launch(
         self,
@@ -90,12 +93,16 @@ class Launcher:
     ) -> LaunchResult:
         if provisioner.limits:
             smallest = _smallest_capacity(node, provisioner.limits)
-            why = limit_exceeded(provisioner.limits, usage, smallest)
+            with self._usage_lock:
+                why = limit_exceeded(provisioner.limits, usage, smallest)
             if why:
                 raise LaunchError(f"launching node, {why}")
         instance = self._create(NodeRequest.from_new_node(node, provisioner, node_template), controller)
-        try:
+        with self._usage_lock:  # checked and counted at once: parallel launches share `usage`
             why = limit_exceeded(provisioner.limits, usage, instance.capacity) if provisioner.limits else ""
+            if not why:
+                _add(usage, instance.capacity, 1)
+        try:
             if why:
                 raise LaunchError(f"launching node, {why}")
             annotations = {**provisioner.annotations, **_template_annotations(node_template)}
@@ -105,12 +112,13 @@ class Launcher:
             except AlreadyExistsError:
                 created = obj
         except (LaunchError, KubeError, OSError) as err:
+            if not why:
+                with self._usage_lock:
+                    _add(usage, instance.capacity, -1)
             self._undo(instance, controller)
             raise err if isinstance(err, LaunchError) else LaunchError(f"creating node: {err}") from err
         self.state.record_node(created)
         self.state.nominate([instance.name], self.clock.now() + self.nomination_seconds)
-        for resource, value in instance.capacity.items():
-            usage[resource] = usage.get(resource, 0) + value
         NODES_CREATED.labels(reason=reason, provisioner=provisioner.name).inc()
         MACHINES_CREATED.labels(reason=reason, provisioner=provisioner.name).inc()
         MACHINES_LAUNCHED.labels(provisioner=provisioner.name).inc()
@@ -143,6 +151,11 @@ class Launcher:
 
 def _template_annotations(template: AWSNodeTemplate | None) -> dict[str, str]:
     return node_template_hash_annotations(template) if template is not None else {}
+
+
+def _add(usage: MutableMapping[str, int], capacity: Mapping[str, int], sign: int) -> None:
+    for resource, value in capacity.items():
+        usage[resource] = usage.get(resource, 0) + sign * value
 
 
 def _smallest_capacity(node: NewNode, limits: Mapping[str, int]) -> dict[str, int]:

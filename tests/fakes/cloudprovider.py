@@ -10,6 +10,7 @@ Launch choice is the real `launch_order()`, so tests see spot-first/cheapest-fir
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
@@ -41,6 +42,7 @@ class FakeCloudProvider:
         self.drift_error: Exception | None = None
         self.drift_calls: list[str] = []
         self._seq = 0
+        self._lock = threading.Lock()
 
     def get_instance_types(
         self, provisioner: ProvisionerSpec | None = None, node_template: AWSNodeTemplate | None = None
@@ -51,6 +53,10 @@ class FakeCloudProvider:
         return self.instance_types
 
     def create(self, request: NodeRequest) -> Instance:
+        with self._lock:  # provisioning launches a pass's nodes in parallel
+            return self._create(request)
+
+    def _create(self, request: NodeRequest) -> Instance:
         self.create_calls.append(request)
         if self.next_create_error is not None:
             err, self.next_create_error = self.next_create_error, None

@@ -171,15 +171,19 @@ class LaunchTemplates:
                 raise
             owned = {**tags, CLUSTER_TAG: self._cluster, self._ownership_tag: self._cluster}
             lt_tags = [{"Key": k, "Value": v} for k, v in sorted(owned.items())]
-            self._api.call(
-                "ec2",
-                "create_launch_template",
-                name,
-                LaunchTemplateName=name,
-                LaunchTemplateData=dict(data),
-                TagSpecifications=[{"ResourceType": "launch-template", "Tags": lt_tags}],
-            )
-            log.info("created launch template %s", name)
+            try:
+                self._api.call(
+                    "ec2",
+                    "create_launch_template",
+                    name,
+                    LaunchTemplateName=name,
+                    LaunchTemplateData=dict(data),
+                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": lt_tags}],
+                )
+                log.info("created launch template %s", name)
+            except AWSError as created:
+                if "AlreadyExists" not in created.code:  # a concurrent launch made it first: the same one
+                    raise
         with self._lock:
             self._used[name] = now
         return name

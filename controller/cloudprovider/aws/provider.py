@@ -7,7 +7,11 @@ never listed on the hot path; restricted to the zones of the node template's sub
 and node template (`shaping.for_provisioner`).
 
 Launch (`create`, spec §5.9): the plan of `fleet.py` (types, capacity type, subnets, overrides),
-one launch template per AMI (`launchtemplates.py`), one `CreateFleet`. Errors `InsufficientInstanceCapacity`,
+one launch template per AMI (`launchtemplates.py`), one `CreateFleet` — shared with the
+identical requests of concurrent launches (`batching.py`: one call asks for all of them, each
+caller gets one instance or, when EC2 launched fewer, an insufficient-capacity error; an
+instance that cannot be handed over is terminated again). DescribeInstances by ID and
+TerminateInstances are batched the same way. Errors `InsufficientInstanceCapacity`,
 `MaxSpotInstanceCountExceeded`, `VcpuLimitExceeded`, `UnfulfillableCapacity`, `Unsupported`
 put (type, zone, capacity type) in the ICE cache and the launch falls back (other types, then
 on-demand) within the same call. Instances are tagged `Name`, `karpenter.sh/provisioner-name`,
@@ -39,6 +43,7 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
 from controller.cloudprovider.aws.amifamily import family_of
 from controller.cloudprovider.aws.api import AWSApi, AWSError
+from controller.cloudprovider.aws.batching import EC2Batchers
 from controller.cloudprovider.aws.fleet import ICE_CODES, OWNERSHIP_TAG, Plan, fleet_request, instance_tags, plan_launch
 from controller.cloudprovider.aws.instancetypes import GPU_RESOURCES, NEURON, instance_type, usable
 from controller.cloudprovider.aws.launchtemplates import UNUSED_SECONDS, LaunchTemplates, launch_template_data
@@ -135,8 +140,10 @@ class AWSCloudProvider:
         prices: Prices | None = None,
         ice_ttl: float = 45.0,
         sleep: Callable[[float], None] = time.sleep,
+        batchers: EC2Batchers | None = None,
     ) -> None:
         self.api = api
+        self.batchers = batchers or EC2Batchers(api)
         self.settings = settings
         self._clock = clock
         self._sleep = sleep
@@ -342,11 +349,13 @@ class AWSCloudProvider:
             raise CloudProviderError(f"launching for provisioner {request.provisioner}: no AWSNodeTemplate")
         subnets = self.resolver.subnets(template)
         errors: list[str] = []
+        tried: set[tuple[Any, ...]] = set()
         for _attempt in range(4):  # spot → other types → on-demand, within this one call
             _, unavailable = self.unavailable.snapshot()
             plan = plan_launch(request, subnets, unavailable)
-            if plan is None:
+            if plan is None or _offerings(plan) in tried:  # nothing new to try
                 break
+            tried.add(_offerings(plan))
             result = self._fleet(request, template, plan)
             if isinstance(result, Instance):
                 return result
@@ -378,13 +387,14 @@ class AWSCloudProvider:
                 f"launching for provisioner {request.provisioner}: no instance types satisfy requirements of amis"
             )
         params = fleet_request(plan.capacity_type, configs, tags, template.context)
-        try:
-            answer = self.api.call("ec2", "create_fleet", f"provisioner {request.provisioner}", **params)
+        try:  # identical requests of concurrent launches share one CreateFleet (`batching.py`)
+            answer = self.batchers.create_fleet(params)
         except AWSError as err:
             if "LaunchTemplate" in err.code and "NotFound" in err.code:
                 for name in configs:
                     self.launch_templates.forget(name)
             raise
+        ids = [i for group in answer.get("Instances") or [] for i in group.get("InstanceIds") or []]
         errors = []
         for error in answer.get("Errors") or []:
             code, message = str(error.get("ErrorCode", "")), str(error.get("ErrorMessage", ""))
@@ -395,13 +405,15 @@ class AWSCloudProvider:
                     override.get("AvailabilityZone", ""),
                     error.get("Lifecycle") or plan.capacity_type,
                 )
-            elif code not in ICE_CODES:
+            elif code not in ICE_CODES and not ids:
                 raise CloudProviderError(f"ec2 CreateFleet (provisioner {request.provisioner}): {code}: {message}")
             errors.append(f"{code}: {message}")
-        for group in answer.get("Instances") or []:
-            ids = group.get("InstanceIds") or []
-            if ids:
+        if ids:  # ours now: returned to the caller, or terminated again
+            try:
                 return self._launched(ids[0], request, by_override, plan.capacity_type)
+            except CloudProviderError:
+                self._terminate_quietly(ids[0])
+                raise
         if not errors:
             errors.append("CreateFleet returned no instance")
         return errors
@@ -469,16 +481,21 @@ class AWSCloudProvider:
     # Instances ---------------------------------------------------------------------------------
 
     def _describe(self, instance_id: str) -> dict[str, Any] | None:
+        """The instance as EC2 reports it (None: unknown), batched with concurrent callers'."""
         try:
-            answer = self.api.call("ec2", "describe_instances", instance_id, InstanceIds=[instance_id])
+            return self.batchers.describe(instance_id)
         except AWSError as err:
             if err.code.startswith("InvalidInstanceID"):
                 return None
             raise
-        for reservation in answer.get("Reservations") or []:
-            for inst in reservation.get("Instances") or []:
-                return dict(inst)
-        return None
+
+    def _terminate_quietly(self, instance_id: str) -> None:
+        """Undo a launch whose instance cannot be handed over; garbage collection finds it if this fails."""
+        try:
+            self.batchers.terminate(instance_id)
+            log.info("terminated instance %s after a failed launch", instance_id)
+        except AWSError as err:
+            log.warning("terminating instance %s after a failed launch: %s", instance_id, err)
 
     def _instance(self, raw: Mapping[str, Any], it: InstanceType | None, price: float | None = None) -> Instance:
         tags = {t["Key"]: t["Value"] for t in raw.get("Tags") or []}
@@ -531,7 +548,7 @@ class AWSCloudProvider:
         if raw is None or raw.get("State", {}).get("Name") in ("terminated", "shutting-down"):
             raise NodeNotFoundError(f"instance {instance_id} not found")
         try:
-            self.api.call("ec2", "terminate_instances", instance_id, InstanceIds=[instance_id])
+            self.batchers.terminate(instance_id)
         except AWSError as err:
             if err.code.startswith("InvalidInstanceID"):
                 raise NodeNotFoundError(f"instance {instance_id} not found") from err
@@ -598,6 +615,10 @@ class AWSCloudProvider:
             ],
         )
         return [self._instance(i, None) for r in reservations for i in r.get("Instances") or [] if self._ours(i)]
+
+
+def _offerings(plan: Plan) -> tuple[tuple[str, str, str], ...]:
+    return tuple((it.name, o.zone, o.capacity_type) for it, o, _ in plan.overrides)
 
 
 def _has_gpu(it: InstanceType) -> bool:

@@ -17,7 +17,9 @@ on the instance and as the `karpenter.k8s.aws/instance-ami-id` label, as on EC2;
 compares it with what the template selects now.
 
 API economy as on EC2: each method is counted (`calls`) as the EC2 calls the AWS provider makes
-for it — `create` one CreateFleet, `delete` a DescribeInstances and a TerminateInstances, `get`,
+for it — `create` one CreateFleet, shared as the AWS provider shares it by concurrent identical
+requests (`cloudprovider/batcher.py`, Karpenter's CreateFleet window: one call, one instance per
+request, a throttled call refuses them all), `delete` a DescribeInstances and a TerminateInstances, `get`,
 `list`, `is_drifted` and `has_seen` one DescribeInstances — and, given `api_limits`
 (`aws.ratelimit.Buckets`, EC2's per-action buckets as Karpenter's kwok EC2 sets them: the
 controller passes them unless `--simulated-api-limits=false`), a call whose bucket is empty is
@@ -39,7 +41,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
@@ -50,6 +52,7 @@ from controller.cloudprovider.aws.ratelimit import Buckets
 from controller.cloudprovider.aws.resolver import Ami, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings, instance_labels, with_unavailable
+from controller.cloudprovider.batcher import CREATE_FLEET_WINDOW, Batcher, Window
 from controller.cloudprovider.drift import Drift, ami_drift
 from controller.cloudprovider.errors import (
     CloudProviderError,
@@ -104,6 +107,7 @@ class SimulatedCloudProvider:
         api_limits: Buckets | None = None,
         reshape: bool = True,
         sleep: Callable[[float], None] = time.sleep,
+        fleet_window: Window = CREATE_FLEET_WINDOW,
     ) -> None:
         self.store = Store(db_path)
         self._clock = clock
@@ -117,6 +121,9 @@ class SimulatedCloudProvider:
         self._lock = threading.Lock()
         self._limits = api_limits
         self._sleep = sleep
+        self._fleets: Batcher[NodeRequest, Instance] = Batcher(
+            "create_fleet", fleet_window, self._create_fleet, key=self._fleet_key
+        )
         self.calls: dict[str, int] = {}  # EC2 operation → calls answered or refused
         self.throttled: dict[str, int] = {}  # EC2 operation → calls refused (RequestLimitExceeded)
 
@@ -176,12 +183,30 @@ class SimulatedCloudProvider:
     # Instances --------------------------------------------------------------------------------
 
     def create(self, request: NodeRequest) -> Instance:
-        what = f"launching for provisioner {request.provisioner}"
+        return self._fleets.submit(request)
+
+    def _fleet_key(self, request: NodeRequest) -> Hashable:
+        """What the AWS provider's CreateFleet parameters would hold: provisioner, node template and
+        the offerings in launch order (identical requests share one call)."""
+        _, unavailable = self.unavailable.snapshot()
+        options = launch_order(request.instance_type_options, request.requirements, unavailable)
+        template = request.node_template.name if request.node_template is not None else None
+        offerings = tuple((o.instance_type.name, o.offering.zone, o.offering.capacity_type) for o in options)
+        return request.provisioner, template, offerings
+
+    def _create_fleet(self, requests: Sequence[NodeRequest]) -> list[Instance | Exception]:
+        """One CreateFleet for the batch's identical requests, one instance (or error) each."""
+        what = f"launching for provisioner {requests[0].provisioner}"
         lost = self._call("create_fleet", what)
-        instance = self._create(request)
+        out: list[Instance | Exception] = []
+        for request in requests:
+            try:
+                out.append(self._create(request))
+            except CloudProviderError as err:
+                out.append(err)
         if lost is not None:
             self._lose_answer("create_fleet", what, lost)
-        return instance
+        return out
 
     def _create(self, request: NodeRequest) -> Instance:
         _, unavailable = self.unavailable.snapshot()

@@ -9,6 +9,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from controller.cloudprovider.aws.ratelimit import Buckets
+from controller.cloudprovider.batcher import Window
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
@@ -349,7 +350,10 @@ def test_a_throttled_launch_defers_the_rest_of_the_pass_and_every_pod_is_launche
     env = make_env(startupTaints=[])
     limits = Buckets({"create_fleet": (1.0, 2.0)}, describe=None)  # 2 launches at once, then 1 a second
     cloud = SimulatedCloudProvider(tmp_path / "cloud.db", env.clock, catalog=TYPES, node_label="", api_limits=limits)
-    env.controller = ProvisioningController(env.state, env.kube, cloud, env.clock, env.recorder, env.decisions)
+    one_at_a_time = ProvisioningSettings(launch_workers=1)  # no two launches share a CreateFleet
+    env.controller = ProvisioningController(
+        env.state, env.kube, cloud, env.clock, env.recorder, env.decisions, one_at_a_time
+    )
     for i in range(5):
         env.kube.put(PODS, make_pod(f"p{i}", cpu="5", tolerations=TOLERATE))  # one m5.2xlarge each
     first = env.run_batch()
@@ -368,3 +372,52 @@ def test_a_throttled_launch_defers_the_rest_of_the_pass_and_every_pod_is_launche
     assert len(cloud.list()) == 5  # one instance per node: nothing leaked, nothing launched twice
     assert sorted(p for p, _ in env.kube.bindings) == [f"default/p{i}" for i in range(5)]  # each bound once
     assert not any(e["reason"] == "FailedScheduling" for e in env.kube.events)
+
+
+def test_the_identical_launches_of_a_pass_share_one_create_fleet_and_each_gets_its_own_node(tmp_path: Path) -> None:
+    env = make_env(startupTaints=[])
+    limits = Buckets({"create_fleet": (1.0, 1.0)}, describe=None)  # one call now, the next in a second
+    window = Window(idle=5.0, max_wait=10.0, max_items=6)  # closes when all six are in, however slow the machine
+    cloud = SimulatedCloudProvider(
+        tmp_path / "cloud.db", env.clock, catalog=TYPES, node_label="", api_limits=limits, fleet_window=window
+    )
+    env.controller = ProvisioningController(env.state, env.kube, cloud, env.clock, env.recorder, env.decisions)
+    batches = counted("karpenter_cloudprovider_batcher_batch_size_sum", batcher="create_fleet")
+    for i in range(6):
+        env.kube.put(PODS, make_pod(f"p{i}", cpu="5", tolerations=TOLERATE))  # one m5.2xlarge each
+    done = env.run_batch()
+    assert isinstance(done, ProvisioningPass)
+    assert len(done.launched) == 6 and done.deferred == {} and done.failed == {}
+    assert cloud.calls == {"create_fleet": 1} and cloud.throttled == {}  # six launches, one call, no refusal
+    assert len({i.provider_id for i in cloud.list()}) == 6 and len(env.kube.items(NODES)) == 6
+    assert sorted(p for p, _ in env.kube.bindings) == [f"default/p{i}" for i in range(6)]
+    assert counted("karpenter_cloudprovider_batcher_batch_size_sum", batcher="create_fleet") - batches == 6
+
+
+def test_launches_of_different_shapes_are_separate_calls_and_a_throttled_one_waits_alone(tmp_path: Path) -> None:
+    env = make_env(startupTaints=[])
+    limits = Buckets({"create_fleet": (1.0, 1.0)}, describe=None)
+    window = Window(idle=5.0, max_wait=10.0, max_items=2)  # each shape's batch closes with its two launches
+    cloud = SimulatedCloudProvider(
+        tmp_path / "cloud.db", env.clock, catalog=TYPES, node_label="", api_limits=limits, fleet_window=window
+    )
+    env.controller = ProvisioningController(env.state, env.kube, cloud, env.clock, env.recorder, env.decisions)
+    for i in range(2):
+        for name, zone in (("big", "us-west-2a"), ("small", "us-west-2b")):  # never on one node
+            selector = {L.ZONE: zone}
+            env.kube.put(PODS, make_pod(f"{name}{i}", cpu="5", tolerations=TOLERATE, nodeSelector=selector))
+    first = env.run_batch()
+    assert isinstance(first, ProvisioningPass)
+    # two zones, two CreateFleet requests: one gets the bucket's token and both its nodes, the
+    # other is refused (its one call) and its two pods wait
+    assert len(first.launched) == 2 and len(first.deferred) == 2 and first.failed == {}
+    assert cloud.throttled == {"create_fleet": 1} and cloud.calls["create_fleet"] == 2
+    assert {k.split("/")[1].rstrip("01") for k in first.deferred} in ({"big"}, {"small"})
+    for _ in range(10):
+        if len(env.kube.items(NODES)) == 4:
+            break
+        env.run_batch()
+    assert len(cloud.list()) == 4 and len(env.kube.items(NODES)) == 4  # nothing leaked, nothing twice
+    assert sorted(p for p, _ in env.kube.bindings) == sorted(
+        [f"default/big{i}" for i in range(2)] + [f"default/small{i}" for i in range(2)]
+    )
