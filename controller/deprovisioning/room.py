@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -36,6 +37,10 @@ class Room:
     free: np.ndarray  # (nodes, resources)
     type_allocatable: np.ndarray  # (types, resources)
     type_price: np.ndarray  # (types,): the cheapest offering its provisioner allows
+
+    @cached_property
+    def rows(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.names)}
 
     @staticmethod
     def of(inputs: Inputs) -> Room:
@@ -65,7 +70,10 @@ class Room:
 
     def why_not(self, cand: Candidate) -> str | None:
         """Why `cand` can be neither deleted nor replaced, by requests alone (None: simulate it)."""
-        others = np.array([name != cand.name for name in self.names], dtype=bool)
+        others = np.ones(len(self.names), dtype=bool)
+        row = self.rows.get(cand.name)
+        if row is not None:
+            others[row] = False
         homeless: list[str] = []
         total = np.zeros(len(self.resources), dtype=np.int64)
         for pod in cand.pods:

@@ -4,7 +4,9 @@ Pure, apart from calling the injected scheduler (itself pure). The input is buil
 builder of the scheduler's view (`state/schedulinginput.py`): the remaining capacity is every
 owned node that is neither a candidate nor marked for deletion; the pods are the candidates'
 pods, the pods of nodes already being deleted, and the pending pods (so a replacement also
-absorbs them). A pod placed on a node that is not initialized counts as not scheduled.
+absorbs them). A pod placed on a node that is not initialized counts as not scheduled. Every
+simulation of a pass draws its nodes from the pass's `Inputs.node_source`, so the scheduler sets
+the remaining nodes up once per pass, not once per simulation (`scheduling/existing.py`).
 
 karpy decision (as later Karpenter, `AllNonPendingPodsScheduled`): only the pods that would
 have to move must schedule; a pending pod that fits nowhere does not block deprovisioning.
@@ -52,15 +54,14 @@ def simulate(
         return None
     moving = requests(p for c in cands for p in c.pods)
     moving += requests(p for p in inputs.provisionable.rescheduled if p.node_name not in names)
-    remaining = [n for n in inputs.nodes if n.name not in names and not n.marked_for_deletion]
+    source = inputs.node_source  # the nodes not marked for deletion
+    nodes = [n for n in source.nodes if n.name not in names]
     pods = [*moving, *inputs.provisionable.pending_requests()]
-    nodes = [n.state_node() for n in remaining]
-    result = scheduler(scheduling_input(inputs.state, pods, nodes, inputs.instance_types, settings))
+    result = scheduler(scheduling_input(inputs.state, pods, nodes, inputs.instance_types, settings, source))
     must_move = {p.key for p in moving}
     errors = {key: why for key, why in result.unschedulable.items() if key in must_move}
-    uninitialized = {n.name for n in remaining if not n.initialized}
     for node_name, pod_keys in result.existing_assignments.items():
-        if node_name in uninitialized:
+        if not inputs.state.nodes[node_name].initialized:
             for key in pod_keys:
                 if key in must_move:
                     errors[key] = f"would schedule against a non-initialized node {node_name}"

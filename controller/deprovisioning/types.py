@@ -32,7 +32,15 @@ from controller.apis.drifthash import node_template_hash_annotations, provisione
 from controller.apis.provisioner import Provisioner
 from controller.cloudprovider.drift import Drift
 from controller.core.labels import CAPACITY_TYPE
-from controller.scheduling.types import InstanceType, NewNode, Offering, PodRequest, SchedulingInput, SchedulingResult
+from controller.scheduling.types import (
+    InstanceType,
+    NewNode,
+    NodeSource,
+    Offering,
+    PodRequest,
+    SchedulingInput,
+    SchedulingResult,
+)
 from controller.state.schedulinginput import Provisionable, provisionable
 from controller.state.snapshot import NodeView, PdbView, PodView, Snapshot
 
@@ -159,6 +167,12 @@ class Inputs:
     def nodes(self) -> tuple[NodeView, ...]:
         """The nodes karpy owns (labelled with their Provisioner), by name."""
         return tuple(n for _, n in sorted(self.state.nodes.items()) if n.owned)
+
+    @cached_property
+    def node_source(self) -> NodeSource:
+        """The nodes every simulation of this pass draws its remaining nodes from (those not
+        marked for deletion), set up once for all of them by the scheduler."""
+        return NodeSource(tuple(n.state_node() for n in self.nodes if not n.marked_for_deletion))
 
     @cached_property
     def provisioners(self) -> Mapping[str, Provisioner]:

@@ -9,6 +9,8 @@ so compatibility and zone-like topology are decided once per class, not once per
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from controller.core.labels import HOSTNAME
@@ -49,8 +51,8 @@ class NodeTable:
         self.provisioner: list[int] = []
         self.options: list[np.ndarray | None] = []
         self.witness: list[np.ndarray | None] = []  # per resource, an option type whose allocatable is the bound
-        self.pods: list[list[PodState]] = []
-        self.ports: list[set[HostPort]] = []
+        self.pods: list[Sequence[PodState]] = []  # a list once a pod is placed (`add_pod`)
+        self.ports: list[frozenset[HostPort]] = []  # replaced, never changed in place (shared)
         self.classes: list[NodeClass] = []
         self._class_by_key: dict[tuple[int, tuple[Taint, ...], frozenset[Requirement]], NodeClass] = {}
         self.present: dict[int, int] = {}  # class id -> number of target nodes in it
@@ -95,12 +97,55 @@ class NodeTable:
         self.options.append(None)
         self.witness.append(None)
         self.pods.append([])
-        self.ports.append(set())
+        self.ports.append(frozenset())
         if target:
             self.present[cls.id] = self.present.get(cls.id, 0) + 1
         if not new:
             self.existing = self.n
         return i
+
+    def add_existing(
+        self,
+        nodes: list[StateNode],
+        cls: np.ndarray,
+        used: np.ndarray,
+        bound: np.ndarray,
+        npods: np.ndarray,
+        target: np.ndarray,
+        ports: list[frozenset[HostPort]],
+    ) -> None:
+        """The existing nodes, at once, into an empty table: as `add` of each in turn (classes
+        already made, `cls` their ids), with its pod count, state and host ports."""
+        assert self.n == 0, "existing nodes come first"
+        n = len(nodes)
+        while self.capacity < n:
+            self._grow()
+        self.used[:n] = used
+        self.bound[:n] = bound
+        self.free[:, :n] = (bound - used).T
+        self.npods[:n] = npods
+        self.cls[:n] = cls
+        self.target[:n] = target
+        self.new[:n] = False
+        self.names = [node.name for node in nodes]
+        self.state = list[StateNode | None](nodes)
+        self.provisioner = [self.classes[c].provisioner for c in cls.tolist()]
+        self.options = [None] * n
+        self.witness = [None] * n
+        self.pods = [()] * n
+        self.ports = ports
+        for c, takes in zip(cls.tolist(), target.tolist(), strict=True):
+            if takes:
+                self.present[c] = self.present.get(c, 0) + 1
+        self.n = self.existing = n
+        self.layout += n
+
+    def add_pod(self, i: int, ps: PodState) -> None:
+        pods = self.pods[i]
+        if isinstance(pods, list):
+            pods.append(ps)
+        else:
+            self.pods[i] = [*pods, ps]
 
     def charge(self, i: int, request: np.ndarray) -> None:
         self.used[i] += request
@@ -149,6 +194,9 @@ class NodeTable:
         reqs = self.classes[int(self.cls[i])].requirements.copy()
         reqs.add(Requirement(HOSTNAME, False, frozenset({self.names[i]})))
         return reqs
+
+    def take_ports(self, i: int, ports: tuple[HostPort, ...]) -> None:
+        self.ports[i] = self.ports[i].union(ports)
 
     def ports_free(self, i: int, ports: tuple[HostPort, ...]) -> bool:
         """No host-port conflict: same protocol and port, and equal or unspecified IPs."""

@@ -15,31 +15,25 @@ progress. Fit checks are vectorised: one pod against every node, one node agains
 from __future__ import annotations
 
 import functools
-import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from controller.core.labels import HOSTNAME
-from controller.core.requirements import Requirement, Requirements
+from controller.core.requirements import Requirement
 from controller.core.resources import CPU, MEMORY, PODS
-from controller.core.taints import PREFER_NO_SCHEDULE, Taint, first_untolerated, is_ephemeral
+from controller.core.taints import PREFER_NO_SCHEDULE, first_untolerated
+from controller.scheduling import existing
 from controller.scheduling import topology as topo
 from controller.scheduling.instancetypes import INSTANCE_TYPE_KEYS
 from controller.scheduling.nodetable import NodeClass, NodeTable
 from controller.scheduling.podstate import PodState, RequirementCache, requirements_of
 from controller.scheduling.provisioners import by_weight
-from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, SchedulingInput, StateNode
+from controller.scheduling.types import InstanceType, PodRequest, ProvisionerSpec, SchedulingInput
 from controller.scheduling.typetable import TypeTable
 
 _NEVER = np.iinfo(np.int64).max
-
-Usage = tuple[frozenset[str], list[PodRequest], np.ndarray, np.ndarray]
-_USAGE: weakref.WeakKeyDictionary[StateNode, dict[tuple[str, ...], Usage]] = weakref.WeakKeyDictionary()
-"""Per existing node (a `StateNode` is immutable, built once per node view) and resource list: its
-pods' keys, the bound pods that take room, their summed requests and their DaemonSet pods' — the
-same in every simulation of a deprovisioning pass (a cache of a pure function, not state)."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -93,6 +87,9 @@ class Solver:
         self.resources = self._resources()
         self.tables = [type_table(tuple(types), tuple(self.resources)) for types in self._instance_types()]
         self.daemons = [(d, requirements_of(d)) for d in inp.daemonsets]
+        self.context = existing.Context(
+            tuple(self.resources), tuple(self.provisioners), tuple(self.tables), inp.daemonsets, self.daemons
+        )
         self.daemon_overhead = [self._template_daemons(p) for p in self.provisioners]
         self.tolerate_prefer_no_schedule = any(
             t.effect == PREFER_NO_SCHEDULE for p in self.provisioners for t in p.taints
@@ -144,21 +141,14 @@ class Solver:
     def vector(self, resources: Mapping[str, int]) -> np.ndarray:
         return np.array([resources.get(r, 0) for r in self.resources], dtype=np.int64)
 
-    def _daemons_for(self, taints: Sequence[Taint], requirements: Requirements) -> np.ndarray:
-        total = np.zeros(len(self.resources), dtype=np.int64)
-        for daemon, reqs in self.daemons:
-            if first_untolerated(daemon.tolerations, taints) is None and requirements.compatible(reqs):
-                total += self.vector(daemon.requests)
-        return total
-
     def _template_daemons(self, p: ProvisionerSpec) -> np.ndarray:
-        return self._daemons_for(p.taints, p.requirements)
+        return self.context.daemons_for(p.taints, p.requirements)
 
     def _limits(self) -> tuple[list[dict[str, int]], list[np.ndarray], list[np.ndarray]]:
         remaining, caps, masks = [], [], []
         for p, table in zip(self.provisioners, self.tables, strict=True):
             left = dict(p.limits)
-            for node in self.inp.nodes:
+            for node in self.inp.nodes if left else ():
                 if node.provisioner_name == p.name and not node.marked_for_deletion:
                     capacity = node.capacity or node.allocatable
                     for r in left:
@@ -177,64 +167,11 @@ class Solver:
         return np.asarray((cap <= np.array([left[r] for r in names], dtype=np.int64)).all(axis=1))
 
     def _existing_nodes(self) -> None:
-        by_name = {p.name: i for i, p in enumerate(self.provisioners)}
+        """The existing nodes' rows (`existing.py`: from the input's node source when it covers
+        them) and their bound pods for topology."""
         batch_keys = {p.key for p in self.batch} if self.inp.nodes else set()
-        nodes = sorted(self.inp.nodes, key=lambda n: (n.creation_timestamp, n.name))
-        for node in nodes:
-            prov = by_name.get(node.provisioner_name or "")
-            target = node.provisioner_name is not None and not node.marked_for_deletion
-            taints = self._effective_taints(node, prov)
-            labels = dict(node.labels)
-            reqs = Requirements.from_labels({k: v for k, v in labels.items() if k != HOSTNAME})
-            cls = self.table.node_class(-1, taints, reqs)
-            bound, used, bound_daemons = self._bound_usage(node, batch_keys)
-            if target:
-                full = Requirements.from_labels({**labels, HOSTNAME: labels.get(HOSTNAME, node.name)})
-                used += np.maximum(self._daemons_for(taints, full) - bound_daemons, 0)
-            i = self.table.add(
-                node.name, cls, used, self.vector(self._allocatable(node, prov)), target=target, new=False
-            )
-            self.table.state[i] = node
-            self.table.npods[i] = len(bound)
-            for pod in bound:
-                self.table.ports[i].update(pod.host_ports)
-            self.topology.grow(self.table.capacity)
-            for pod in bound:
-                self.topology.add_cluster_pod(pod, i, labels, node.name)
-
-    def _bound_usage(self, node: StateNode, batch_keys: set[str]) -> tuple[list[PodRequest], np.ndarray, np.ndarray]:
-        """The node's bound pods that stay (not terminal, not in the batch), their summed requests
-        and those of its DaemonSet pods. Kept per node and resource list (`_USAGE`): a pass's
-        simulations set up the same nodes again and again; recomputed when a batch pod is bound there."""
-        resources = tuple(self.resources)
-        found = _USAGE.get(node, {}).get(resources)
-        if found is not None and batch_keys.isdisjoint(found[0]):
-            bound, used, daemons = found[1], found[2], found[3]
-            return bound, used.copy(), daemons.copy()
-        bound = [p for p in node.pods if not p.terminal and p.key not in batch_keys]
-        used = np.zeros(len(self.resources), dtype=np.int64)
-        daemons = np.zeros(len(self.resources), dtype=np.int64)
-        for pod in bound:
-            used += self.vector(pod.requests)
-            if pod.owner_kind == "DaemonSet":
-                daemons += self.vector(pod.requests)
-        if not batch_keys.intersection(p.key for p in node.pods):
-            keys = frozenset(p.key for p in node.pods)
-            _USAGE.setdefault(node, {})[resources] = (keys, bound, used.copy(), daemons.copy())
-        return bound, used, daemons
-
-    def _allocatable(self, node: StateNode, prov: int | None) -> Mapping[str, int]:
-        """What a node offers; an uninitialized node's zero values come from its instance type (§5.5.1)."""
-        if prov is None or node.initialized:
-            return node.allocatable
-        expected = next((it for it in self.tables[prov].types if it.name == node.instance_type_name), None)
-        if expected is None:
-            return node.allocatable
-        return {**expected.allocatable, **{k: v for k, v in node.allocatable.items() if v}}
-
-    def _effective_taints(self, node: StateNode, prov: int | None) -> tuple[Taint, ...]:
-        startup = set(self.provisioners[prov].startup_taints) if prov is not None and not node.initialized else set()
-        return tuple(t for t in node.taints if not is_ephemeral(t) and t not in startup)
+        rows, idx = existing.rows_for(self.inp, self.context, batch_keys)
+        existing.install(self.table, self.topology, rows, idx)
 
     def _pods(self) -> None:
         batch = self.batch
@@ -485,7 +422,7 @@ class Solver:
         t.set_class(j, t.classes[cid])
         if options is not None:
             t.narrow(j, options, self.tables[t.classes[cid].provisioner].alloc)
-        t.pods[j].append(ps)
+        t.add_pod(j, ps)
         if ps.pod.host_ports:
-            t.ports[j].update(ps.pod.host_ports)
+            t.take_ports(j, ps.pod.host_ports)
         self.topology.record(ps, j, t.classes[cid].requirements)

@@ -42,6 +42,10 @@ def short_key(key: str) -> str:
     return _SHORT_KEYS.get(key, key)
 
 
+ClusterNode = tuple[Sequence[PodRequest], Mapping[str, str], str]
+"""An existing node's bound pods, its labels and name."""
+
+
 def filter_matches(node_filter: Sequence[Requirements], requirements: Requirements) -> bool:
     """A spread's node filter (ORed terms) against a node's requirements; empty matches all."""
     return not node_filter or any(not term.intersects_errors(requirements) for term in node_filter)
@@ -137,16 +141,23 @@ class Topology:
         self._owned_inverse: dict[int, list[Group]] = {}
         self._selecting: dict[tuple[Any, ...], list[Group]] = {}
         self._inverse_selecting: dict[tuple[Any, ...], list[Group]] = {}
-        self._cluster: list[tuple[PodRequest, int, Mapping[str, str], str]] = []
+        self._cluster: Sequence[ClusterNode] = ()
 
     # -- set-up ------------------------------------------------------------------------------
 
-    def add_cluster_pod(self, pod: PodRequest, node_index: int, node_labels: Mapping[str, str], node_name: str) -> None:
-        """A pod bound to a node before this solve: counted by groups, inverse if anti-affine."""
-        self._cluster.append((pod, node_index, node_labels, node_name))
-        for group in self._groups_of_cluster_pod(pod):
-            group.owner_names.append(pod.key)
-            self._record_node(group, node_index, self._node_requirement(group.key, node_labels, node_name), True)
+    def add_cluster_nodes(self, nodes: Sequence[ClusterNode], anti: Sequence[int]) -> None:
+        """The pods bound to the existing nodes before this solve, the nodes in row order (the
+        existing nodes are the table's first rows): counted by groups; inverse groups made for
+        those with required anti-affinity (`anti`: the rows holding such pods, in order)."""
+        assert not self._cluster, "the existing nodes are added once"
+        self._cluster = nodes
+        for node_index in anti:
+            pods, node_labels, node_name = nodes[node_index]
+            for pod in pods:
+                for group in self._groups_of_cluster_pod(pod):
+                    group.owner_names.append(pod.key)
+                    requirement = self._node_requirement(group.key, node_labels, node_name)
+                    self._record_node(group, node_index, requirement, True)
 
     def _groups_of_cluster_pod(self, pod: PodRequest) -> list[Group]:
         out = []
@@ -179,16 +190,21 @@ class Topology:
         self._selecting.clear()
         self._inverse_selecting.clear()
         if not group.inverse:
-            for pod, node_index, labels, name in self._cluster:
-                if not group.selects(pod.namespace, pod.labels):
-                    continue
-                if group.node_filter and not filter_matches(group.node_filter, Requirements.from_labels(labels)):
-                    continue
-                value = name if group.host else labels.get(group.key)
-                if group.host:
-                    group.host_counts[node_index] += 1
-                elif value is not None:
-                    group.add(value)
+            for node_index, (pods, labels, name) in enumerate(self._cluster):
+                matches = None  # whether the node filter allows this node, once a pod is selected
+                for pod in pods:
+                    if not group.selects(pod.namespace, pod.labels):
+                        continue
+                    if group.node_filter:
+                        if matches is None:
+                            matches = filter_matches(group.node_filter, Requirements.from_labels(labels))
+                        if not matches:
+                            continue
+                    value = name if group.host else labels.get(group.key)
+                    if group.host:
+                        group.host_counts[node_index] += 1
+                    elif value is not None:
+                        group.add(value)
         return group
 
     def update(self, ps: PodState, first: bool = False) -> None:

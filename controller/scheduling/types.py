@@ -408,6 +408,16 @@ class SchedulingSettings:
 
 
 @dataclass(frozen=True, eq=False)
+class NodeSource:
+    """The nodes a run of solves draws from, e.g. a deprovisioning pass's remaining nodes: a solve
+    whose `nodes` are some of these very objects takes their set-up from it, done once for
+    all of them (`existing.py`), instead of setting each up again. The results are the same with
+    or without it."""
+
+    nodes: tuple[StateNode, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class SchedulingInput:
     """Everything one scheduling decision reads.
 
@@ -417,6 +427,7 @@ class SchedulingInput:
     computes no capacity). `daemonsets` are the daemonset pod templates as PodRequests.
     `volumes`: the claims, volumes, storage classes and per-node attach limits the pods' claims
     are judged against (`volumes.py`); None: claims are not looked at (inputs without volumes).
+    `node_source`: the nodes `nodes` are drawn from, set up once for many solves (`NodeSource`).
     """
 
     pods: Sequence[PodRequest]
@@ -426,6 +437,7 @@ class SchedulingInput:
     daemonsets: Sequence[PodRequest] = ()
     settings: SchedulingSettings = field(default_factory=SchedulingSettings)
     volumes: VolumeObjects | None = None
+    node_source: NodeSource | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,14 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.scheduling.types import InstanceType, PodRequest, SchedulingInput, SchedulingSettings, StateNode
+from controller.scheduling.types import (
+    InstanceType,
+    NodeSource,
+    PodRequest,
+    SchedulingInput,
+    SchedulingSettings,
+    StateNode,
+)
 from controller.state.snapshot import PodView, Snapshot
 
 InstanceTypes = Sequence[InstanceType] | Mapping[str, Sequence[InstanceType]]
@@ -63,9 +70,11 @@ def scheduling_input(
     nodes: Iterable[StateNode],
     instance_types: InstanceTypes | None = None,
     settings: SchedulingSettings | None = None,
+    node_source: NodeSource | None = None,
 ) -> SchedulingInput:
     """`pods` onto `nodes`; new nodes from the valid provisioners when `instance_types` are
-    given (None: no launch at all, no provisioner)."""
+    given (None: no launch at all, no provisioner). `node_source`: the nodes `nodes` are drawn
+    from, when many solves draw from the same (a deprovisioning pass; `scheduling.types.NodeSource`)."""
     provisioners = (
         [v.spec for v in snap.valid_provisioners() if v.spec is not None] if instance_types is not None else []
     )
@@ -77,6 +86,7 @@ def scheduling_input(
         daemonsets=snap.daemonset_pods,
         settings=settings or SchedulingSettings(),
         volumes=snap.volumes,
+        node_source=node_source,
     )
 
 

@@ -31,7 +31,7 @@ def test_host_ports() -> None:
     t = NodeTable(resources=1)
     cls = t.node_class(0, (), Requirements())
     t.add("n", cls, np.array([0]), np.array([1]), target=True, new=True)
-    t.ports[0].add(HostPort(8080, "TCP", "10.0.0.1"))
+    t.take_ports(0, (HostPort(8080, "TCP", "10.0.0.1"),))
     assert not t.ports_free(0, (HostPort(8080),))
     assert not t.ports_free(0, (HostPort(8080, "TCP", "10.0.0.1"),))
     assert t.ports_free(0, (HostPort(8080, "TCP", "10.0.0.2"),))
