@@ -10,7 +10,7 @@ DEV_PORT ?= 8443
 LOCK_VENV := .venv-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale soak venv clean cluster-binaries kubeletcheck chromium lock
+.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale soak venv clean cluster-binaries kubeletcheck chromium lock prices
 
 
 # Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
@@ -47,6 +47,15 @@ cluster-binaries:
 # (tests/support/go-kubeletcheck/; reuses the control plane's Go caches: seconds after it, cached after).
 kubeletcheck:
 	PATH="$$PATH:/usr/local/go/bin" bash tests/support/go-kubeletcheck/build.sh
+
+# The committed price file's on-demand prices of every commercial region, from ec2instances.info's
+# instances.json as the pinned Go module ships it (the go command fetches it into the module cache;
+# regions the file holds with newer figures keep them). Commit the changed prices.json.
+EC2_INSTANCES_INFO ?= github.com/cristim/ec2-instances-info@v0.0.0-20250528091325-32acf84f42eb
+prices: $(STAMP)
+	dir=$$(cd / && PATH="$$PATH:/usr/local/go/bin" go mod download -json $(EC2_INSTANCES_INFO) \
+		| $(CURDIR)/$(BIN)/python -c 'import json, sys; print(json.load(sys.stdin)["Dir"])') && \
+	$(BIN)/python -m controller.cloudprovider.aws.pricegen --from-ec2instances-info "$$dir"
 
 # The dashboard's browser tests drive Debian's Chromium through Playwright (PyPI, in the dev extra);
 # Playwright never downloads a browser here.

@@ -7,7 +7,8 @@ the file, document and field to stderr and exits with code 2 — never a traceba
     karpy simulate --provisioners FILE --pods FILE [--nodes FILE] [--catalog FILE] --output json|table
     karpy simulate --from-cluster [--kubeconfig FILE | --dump FILE] [--catalog FILE] --output json|table
       (what karpy would do on a live cluster now: `fromcluster.py`)
-    karpy catalog [--provider simulated|aws [--region R] [--endpoint-url URL] [--price-file F]] --output json|table
+    karpy catalog [--provider simulated|aws [--region R] [--endpoint-url URL] [--price-file F] [--isolated-vpc]]
+        --output json|table
 """
 
 from __future__ import annotations
@@ -85,12 +86,15 @@ def _aws_catalog(args: argparse.Namespace) -> tuple[InstanceType, ...] | int:
         print(f"karpy catalog: {err}", file=sys.stderr)
         return EXIT_INPUT
     api = AWSApi(Boto3Transport(args.region, args.endpoint_url))
-    provider = AWSCloudProvider(api, AWSSettings(region=args.region, cluster_name="karpy"), SystemClock(), prices)
+    settings = AWSSettings(region=args.region, cluster_name="karpy", isolated_vpc=args.isolated_vpc)
+    provider = AWSCloudProvider(api, settings, SystemClock(), prices)
     try:
-        return provider.get_instance_types()
+        types = provider.get_instance_types()
     except CloudProviderError as err:
         print(f"karpy catalog: {err}", file=sys.stderr)
         return 1
+    print(f"karpy catalog: {prices.describe()}", file=sys.stderr)
+    return types
 
 
 def catalog(args: argparse.Namespace) -> int:
@@ -137,5 +141,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cat.add_argument("--region", help="AWS region (with --provider aws)")
     cat.add_argument("--endpoint-url", help="AWS endpoint URL override (e.g. a moto server)")
     cat.add_argument("--price-file", help="on-demand price file (default: built in, then the pricing API)")
+    cat.add_argument(
+        "--isolated-vpc",
+        action="store_true",
+        help="never ask the pricing API: on-demand prices from the price file only",
+    )
     cat.add_argument("--output", choices=("json", "table"), default="json")
     cat.set_defaults(func=catalog)

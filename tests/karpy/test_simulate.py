@@ -340,3 +340,27 @@ def test_neuron_pods_get_the_cheapest_neuron_type_and_others_never_one(tmp_path:
     # seven devices in all: one inf1.24xlarge (16, $5.68/h) is cheaper than inf2.24xlarge + inf1.xlarge
     assert where["ml/infer"] == where["ml/big-infer"] == "inf1.24xlarge"
     assert not plan(pod("web", {}))["ml/web"].startswith(("inf", "trn"))  # exotic only when nothing else fits
+
+
+@pytest.mark.parametrize("region", ["eu-west-1", "ap-southeast-2", "sa-east-1"])
+def test_aws_catalog_is_priced_in_every_commercial_region_without_the_pricing_api(
+    moto_server: MotoServer, region: str
+) -> None:
+    """The committed price file prices the offerings of any commercial region (issue 19, part 6)."""
+    from controller.cloudprovider.aws.pricing import read_price_file
+
+    file = read_price_file()
+    run = karpy("catalog", "--provider", "aws", "--region", region, "--endpoint-url", moto_server.url,
+                "--isolated-vpc", "--output", "json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    types = json.loads(run.stdout)["instanceTypes"]
+    m5 = next(e for e in types if e["name"] == "m5.large")
+    on_demand = [o for o in m5["offerings"] if o["capacityType"] == "on-demand"]
+    assert on_demand and all(o["zone"].startswith(region) for o in on_demand)
+    assert {o["price"] for o in on_demand} == {file["onDemand"][region]["m5.large"]}
+    priced = {
+        e["name"] for e in types if any(o["available"] and o["capacityType"] == "on-demand" for o in e["offerings"])
+    }
+    assert len(priced) > 150 and priced <= set(file["onDemand"][region])
+    date = file["regions"][region]["date"]
+    assert f"from the price file, dated {date}" in run.stderr and "ec2-instances-info" in run.stderr

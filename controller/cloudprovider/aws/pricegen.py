@@ -1,15 +1,24 @@
-"""Generate the on-demand price file from the AWS Price List API.
+"""Generate the on-demand price file, from the AWS Price List API or from ec2instances.info's data.
 
     python -m controller.cloudprovider.aws.pricegen --region us-east-1 [--region eu-west-1 …] \\
         [--output controller/cloudprovider/aws/data/prices.json] [--endpoint-url URL]
+    python -m controller.cloudprovider.aws.pricegen --from-ec2instances-info PATH [--region R …] \\
+        [--date YYYY-MM-DD] [--output …]
 
-Calls `pricing` `GetProducts` (service AmazonEC2; Linux, shared tenancy, no pre-installed
-software, capacity status Used; served from us-east-1 whatever the region asked) with the
-credentials of the environment (the `pricing:GetProducts` permission suffices), parses every
-document as the controller does (`pricing.parse_products`, malformed ones skipped with a
-warning), and writes `{"date": "<UTC date>", "source": …, "onDemand": {region: {type: USD/h}}}`.
-Regions not asked keep the prices the output file already had. A region with no usable price is
-an error (exit 1) and the file is left as it was.
+The first calls `pricing` `GetProducts` (service AmazonEC2; Linux, shared tenancy, no
+pre-installed software, capacity status Used; served from us-east-1 whatever the region asked)
+with the credentials of the environment (the `pricing:GetProducts` permission suffices) and parses
+every document as the controller does (`pricing.parse_products`, malformed ones skipped with a
+warning); its figures are dated today. The second reads `instances.json` of the Go module
+`github.com/cristim/ec2-instances-info` (PATH: the file or the module's directory, as
+`go mod download -json` names it; `make prices`), every commercial region unless `--region` picks
+some (`ec2instancesinfo.py`), dated by the module's pseudo-version (or `--date`).
+
+Each region asked is written with its own date and source (`regions`). Newer figures win: a
+region the file already holds with a newer date keeps its figures, and only the types they lack are
+added from the older source, named in the region's `supplement`. Regions not asked keep what the
+file had (a file of the first format, without `regions`, keeps its top-level date for them). A
+region asked with no usable price is an error (exit 1) and the file is left as it was.
 """
 
 from __future__ import annotations
@@ -19,57 +28,145 @@ import datetime
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from controller.cloudprovider.aws import ec2instancesinfo
 from controller.cloudprovider.aws.api import AWSApi, Boto3Transport, Transport
-from controller.cloudprovider.aws.pricing import PriceFileError, fetch_on_demand, read_price_file
+from controller.cloudprovider.aws.pricing import PriceFileError, fetch_on_demand, provenance, read_price_file
 from controller.cloudprovider.errors import CloudProviderError
 
 DEFAULT_OUTPUT = Path(__file__).parent / "data" / "prices.json"
+REGENERATE = "regenerate with python -m controller.cloudprovider.aws.pricegen (README, AWS: prices)"
 SOURCE = (
-    "AWS Price List, AmazonEC2 on-demand, Linux, shared tenancy, no pre-installed software, capacity status Used "
-    "(USD per hour); regenerate with python -m controller.cloudprovider.aws.pricegen"
+    "AWS Price List API, AmazonEC2 on-demand, Linux, shared tenancy, no pre-installed software, "
+    "capacity status Used (USD per hour)"
 )
+FILE_SOURCE = (
+    "On-demand EC2 prices, Linux, shared tenancy, USD per hour, per commercial region; each region's "
+    f"date and source in regions; {REGENERATE}"
+)
+
+
+def ec2instancesinfo_source(version: str) -> str:
+    copy = f"Go module {ec2instancesinfo.MODULE}@{version}" if version else f"a copy of {ec2instancesinfo.MODULE}"
+    return (
+        "ec2instances.info instances.json (the data behind instances.vantage.sh, derived from the AWS Price "
+        f"List: Linux on-demand, USD per hour) as shipped in {copy}"
+    )
+
+
+def merge(
+    doc: Mapping[str, Any], found: Mapping[str, Mapping[str, float]], date: datetime.date, source: str
+) -> dict[str, Any]:
+    """The price file `doc` with each region of `found` dated `date` from `source` (newer figures win)."""
+    on_demand = {r: dict(t) for r, t in (doc.get("onDemand") or {}).items()}
+    regions = {r: provenance(doc, r) for r in on_demand}
+    for region, prices in found.items():
+        held = regions.get(region) or {}
+        if on_demand.get(region) and str(held.get("date", "")) > date.isoformat():
+            older = set((held.get("supplement") or {}).get("types") or ())
+            kept = {t: p for t, p in on_demand[region].items() if t not in older}
+            added = {t: p for t, p in prices.items() if t not in kept}
+            on_demand[region] = {**kept, **added}
+            held = {k: v for k, v in held.items() if k != "supplement"}
+            if added:
+                held["supplement"] = {"date": date.isoformat(), "source": source, "types": sorted(added)}
+            regions[region] = held
+        else:
+            on_demand[region] = dict(prices)
+            regions[region] = {"date": date.isoformat(), "source": source}
+    return {
+        "source": FILE_SOURCE,
+        "regions": dict(sorted(regions.items())),
+        "onDemand": {r: dict(sorted(on_demand[r].items())) for r in sorted(on_demand)},
+    }
+
+
+def _existing(output: Path) -> dict[str, Any]:
+    return read_price_file(output) if output.exists() else {"onDemand": {}}
+
+
+def _write(output: Path, doc: Mapping[str, Any]) -> None:
+    output.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 def generate(
     transport: Transport, regions: Sequence[str], output: Path, today: datetime.date | None = None
 ) -> dict[str, Any]:
-    """Fetch the regions' prices and write the file; returns the document (raises on failure)."""
+    """Fetch the regions' prices from the Price List API and write the file; returns the document."""
     api = AWSApi(transport)
-    doc: dict[str, Any] = {"onDemand": {}}
-    if output.exists():
-        doc = read_price_file(output)
-    on_demand = dict(doc.get("onDemand") or {})
+    doc = _existing(output)
+    found: dict[str, dict[str, float]] = {}
     for region in regions:
         prices = fetch_on_demand(api, region)
         if not prices:
             raise PriceFileError(f"{region}: the Price List API returned no usable on-demand price")
-        on_demand[region] = dict(sorted(prices.items()))
-    out = {
-        "date": (today or datetime.datetime.now(datetime.UTC).date()).isoformat(),
-        "source": SOURCE,
-        "onDemand": dict(sorted(on_demand.items())),
-    }
-    output.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        found[region] = prices
+    out = merge(doc, found, today or datetime.datetime.now(datetime.UTC).date(), SOURCE)
+    _write(output, out)
+    return out
+
+
+def generate_from_ec2instancesinfo(
+    path: Path, regions: Sequence[str], output: Path, date: datetime.date | None = None
+) -> dict[str, Any]:
+    """The commercial regions' prices (all, or those asked) from an instances.json; writes the file."""
+    version = ec2instancesinfo.module_version(path)
+    date = date or ec2instancesinfo.module_date(version)
+    if date is None:
+        raise PriceFileError(f"{path}: no module pseudo-version in the path to date the figures by: give --date")
+    for region in regions:
+        if not ec2instancesinfo.commercial(region):
+            raise PriceFileError(f"{region}: not a commercial AWS region (partition aws)")
+    try:
+        every = ec2instancesinfo.read(path)
+    except ec2instancesinfo.SourceError as err:
+        raise PriceFileError(str(err)) from err
+    missing = [r for r in regions if not every.get(r)]
+    if missing:
+        raise PriceFileError(f"{path}: no usable Linux on-demand price for {', '.join(missing)}")
+    if not every:
+        raise PriceFileError(f"{path}: no usable Linux on-demand price in any commercial region")
+    found = {r: every[r] for r in regions} if regions else every
+    out = merge(_existing(output), found, date, ec2instancesinfo_source(version))
+    _write(output, out)
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m controller.cloudprovider.aws.pricegen", description=__doc__)
-    parser.add_argument("--region", action="append", required=True, help="region to price (repeatable)")
+    parser = argparse.ArgumentParser(
+        prog="python -m controller.cloudprovider.aws.pricegen",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--region", action="append", default=[], help="region to price (repeatable)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--endpoint-url", help="endpoint URL override of the pricing API")
+    parser.add_argument(
+        "--from-ec2instances-info", type=Path, metavar="PATH",
+        help="read ec2instances.info's instances.json (or the directory of the Go module that ships it) "
+        "instead of calling the Price List API; every commercial region unless --region is given",
+    )  # fmt: skip
+    parser.add_argument(
+        "--date", type=datetime.date.fromisoformat, help="the date of --from-ec2instances-info's figures "
+        "(default: the date of the module's pseudo-version in PATH)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    if args.from_ec2instances_info is None and not args.region:
+        parser.error("--region is required with the Price List API (or give --from-ec2instances-info)")
     try:
-        doc = generate(Boto3Transport("us-east-1", args.endpoint_url), args.region, args.output)
+        if args.from_ec2instances_info is not None:
+            doc = generate_from_ec2instancesinfo(args.from_ec2instances_info, args.region, args.output, args.date)
+        else:
+            doc = generate(Boto3Transport("us-east-1", args.endpoint_url), args.region, args.output)
     except (CloudProviderError, PriceFileError) as err:
         print(f"pricegen: {err}", file=sys.stderr)
         return 1
-    counts = ", ".join(f"{r}: {len(doc['onDemand'][r])} types" for r in args.region)
+    asked = args.region or sorted(doc["onDemand"])
+    counts = ", ".join(f"{r}: {len(doc['onDemand'][r])} types" for r in asked)
     print(f"wrote {args.output} ({counts})")
     return 0
 

@@ -35,15 +35,17 @@ def _tags(kind: str, tags: Mapping[str, str]) -> list[dict[str, Any]]:
     return [{"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
 
 
-def make_account(moto: MotoServer, zones: Sequence[str] = ("us-east-1a", "us-east-1b")) -> Account:
-    ec2 = moto.client("ec2")
+def make_account(
+    moto: MotoServer, zones: Sequence[str] = ("us-east-1a", "us-east-1b"), region: str = REGION
+) -> Account:
+    ec2 = moto.client("ec2", region)
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnets = {}
     for i, zone in enumerate(zones):
         subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=zone,
                                    TagSpecifications=_tags("subnet", DISCOVERY))  # fmt: skip
         subnets[zone] = subnet["Subnet"]["SubnetId"]
-    ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.100.0/24", AvailabilityZone="us-east-1c")  # not selected
+    ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.100.0/24", AvailabilityZone=f"{region}c")  # not selected
     sg = ec2.create_security_group(GroupName="nodes", Description="karpy nodes", VpcId=vpc,
                                    TagSpecifications=_tags("security-group", DISCOVERY))["GroupId"]  # fmt: skip
     ec2.create_security_group(GroupName="other", Description="not selected", VpcId=vpc)
@@ -97,13 +99,13 @@ class Env:
     sleeps: list[float] = field(default_factory=list)
 
 
-def make_provider(moto: MotoServer, **settings: Any) -> Env:
-    account = make_account(moto)
-    transport = RecordingTransport(Boto3Transport(REGION, moto.url))
+def make_provider(moto: MotoServer, region: str = REGION, **settings: Any) -> Env:
+    account = make_account(moto, (f"{region}a", f"{region}b"), region)
+    transport = RecordingTransport(Boto3Transport(region, moto.url))
     clock = FakeClock()
     sleeps: list[float] = []
     api = AWSApi(transport, sleep=sleeps.append)
-    aws = AWSSettings(region=REGION, cluster_name=CLUSTER, cluster_endpoint="https://api.example:6443",
+    aws = AWSSettings(region=region, cluster_name=CLUSTER, cluster_endpoint="https://api.example:6443",
                       cluster_ca_bundle="Q0E=", cluster_dns_ip="10.100.0.10", **settings)  # fmt: skip
     provider = AWSCloudProvider(api, aws, clock, sleep=sleeps.append)
     return Env(moto, account, transport, clock, provider, sleeps)

@@ -11,6 +11,7 @@ import pytest
 from controller.cloudprovider.aws.fleet import OWNERSHIP_TAG
 from controller.cloudprovider.aws.instancetypes import branch_interfaces
 from controller.cloudprovider.aws.launchtemplates import CLUSTER_TAG
+from controller.cloudprovider.aws.pricing import read_price_file
 from controller.cloudprovider.aws.provider import instance_id_of
 from controller.cloudprovider.aws.resolver import ResolutionError
 from controller.cloudprovider.drift import DriftReason
@@ -51,7 +52,7 @@ def test_discovery_real_types_priced_in_the_template_zones(moto_server: MotoServ
     assert spot and all(o.price == moto_spot[o.zone] for o in spot)  # from DescribeSpotPriceHistory
     assert m5.allocatable["cpu"] == 1930 and m5.capacity["pods"] == 29
     assert by_name(types, "m6g.large").labels[L.ARCH] == "arm64"
-    unpriced = [it for it in types if it.name.startswith("x2iedn.")]
+    unpriced = [it for it in types if it.name.startswith("c8a.")]  # newer than every figure of the file
     unpriced_od = [o for it in unpriced for o in it.offerings if o.capacity_type == L.CAPACITY_TYPE_ON_DEMAND]
     assert unpriced_od and not any(o.available for o in unpriced_od)  # no on-demand price known: unavailable
     describes = len(env.transport.named("describe_instance_types"))
@@ -323,3 +324,23 @@ def test_pod_eni_capacity_when_enabled(moto_server: MotoServer) -> None:
     assert not result.unschedulable and launch is not None and launch.instance_type.name == "m5.large"
     without = run([pod], types=untrunked[:20])
     assert "pod-eni" in next(iter(without.unschedulable.values()))
+
+
+def test_an_isolated_vpc_outside_us_east_1_prices_and_launches_from_the_price_file(moto_server: MotoServer) -> None:
+    """aws.isolatedVPC: no pricing API call; the committed file's figures for the region price the offerings."""
+    region = "eu-central-1"
+    env = make_provider(moto_server, region=region, isolated_vpc=True)
+    file = read_price_file()["onDemand"][region]
+    types = env.provider.get_instance_types(None, make_template())
+    m5 = by_name(types, "m5.large")
+    od = [o for o in m5.offerings if o.capacity_type == L.CAPACITY_TYPE_ON_DEMAND]
+    assert {o.zone for o in od} == {f"{region}a", f"{region}b"}
+    assert od and all(o.available and o.price == file["m5.large"] for o in od)
+    priced = [it for it in types if any(o.available for o in it.offerings if o.capacity_type == "on-demand")]
+    assert len(priced) > 300 and all(file[it.name] for it in priced)
+    assert env.transport.named("get_products") == []  # the Price List API is never asked
+    env.provider.create(make_request(types, ["m5.large", "m5.xlarge"], make_template(), [L.CAPACITY_TYPE_ON_DEMAND]))
+    (instance,) = [
+        i for r in moto_server.client("ec2", region).describe_instances()["Reservations"] for i in r["Instances"]
+    ]
+    assert instance["InstanceType"] == "m5.large" and instance["Placement"]["AvailabilityZone"].startswith(region)
