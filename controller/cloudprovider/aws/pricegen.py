@@ -79,7 +79,7 @@ def merge(
             regions[region] = {"date": date.isoformat(), "source": source}
     return {
         "source": FILE_SOURCE,
-        "regions": dict(sorted(regions.items())),
+        "regions": {r: p for r, p in sorted(regions.items()) if p.get("date")},  # an undated region stays so
         "onDemand": {r: dict(sorted(on_demand[r].items())) for r in sorted(on_demand)},
     }
 

@@ -107,6 +107,14 @@ def test_merge_replaces_a_region_held_with_older_figures() -> None:
     assert out["onDemand"] == {"r": {"a": 1.5}} and out["regions"] == {"r": {"date": "2025-05-28", "source": "new"}}
 
 
+def test_an_undated_region_of_a_hand_made_file_stays_undated(tmp_path: Path) -> None:
+    out = tmp_path / "prices.json"
+    out.write_text('{"onDemand": {"eu-west-1": {"m5.large": 0.107}}}')
+    doc = generate_from_ec2instancesinfo(module_copy(tmp_path), ["us-east-1"], out)
+    assert set(doc["regions"]) == {"us-east-1"} and doc["onDemand"]["eu-west-1"] == {"m5.large": 0.107}
+    assert Prices("eu-west-1", read_price_file(out)).date == ""
+
+
 def test_bad_requests_change_nothing(tmp_path: Path) -> None:
     out = tmp_path / "prices.json"
     out.write_text('{"onDemand": {}}')
