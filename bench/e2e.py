@@ -123,14 +123,20 @@ def packing(kube: KubeClient, names: set[str], node_label: str = L.PROVISIONER_N
     }
 
 
+STAGES = ("created", "unschedulable", "bound", "running")
+
+
 class PodProgress:
     """Counts the bench pods created and Running from a pod watch (one list, then events), so
     that following progress does not load the apiserver and the machine with a full list of
-    thousands of pods every half second."""
+    thousands of pods every half second. Also records when the watch first saw each pod reach
+    each stage (`STAGES`: created; marked `Unschedulable` by kube-scheduler; bound, i.e. its
+    `spec.nodeName` set; Running), as `time.monotonic()` values, for `stages()`."""
 
     def __init__(self, kube: KubeClient, apps: set[str]) -> None:
         self._kube, self._apps = kube, apps
         self._phases: dict[str, str] = {}
+        self._stages: dict[str, dict[str, float]] = {}  # pod uid -> stage -> first seen
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-pod-watch", daemon=True)
@@ -154,14 +160,31 @@ class PodProgress:
                 self._apply("ADDED", pod)
         self._rv = listed.resource_version
 
+    def stages(self) -> dict[str, dict[str, float]]:
+        """Per pod (uid), the monotonic time at which it first reached each stage it reached."""
+        with self._lock:
+            return {uid: dict(times) for uid, times in self._stages.items()}
+
+    def _stage(self, uid: str, stage: str, now: float) -> None:
+        self._stages.setdefault(uid, {}).setdefault(stage, now)
+
     def _apply(self, event: str, pod: dict[str, Any]) -> None:
         meta = pod.get("metadata") or {}
         if (meta.get("labels") or {}).get("app") not in self._apps:
             return
         if event == "DELETED":
             self._phases.pop(meta.get("name", ""), None)
-        else:
-            self._phases[meta.get("name", "")] = (pod.get("status") or {}).get("phase", "")
+            return
+        status = pod.get("status") or {}
+        self._phases[meta.get("name", "")] = status.get("phase", "")
+        uid, now = str(meta.get("uid", meta.get("name", ""))), time.monotonic()
+        self._stage(uid, "created", now)
+        if any(c.get("reason") == "Unschedulable" for c in status.get("conditions") or []):
+            self._stage(uid, "unschedulable", now)
+        if (pod.get("spec") or {}).get("nodeName"):
+            self._stage(uid, "bound", now)
+        if status.get("phase") == "Running":
+            self._stage(uid, "running", now)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -25,12 +25,24 @@ peak memory (VmHWM) and CPU seconds over the whole run; the requests its own cli
 (karpy's `rest_client_requests_total`, Karpenter's `client_go_request_total`) and the
 apiserver's `apiserver_request_total` delta (every client: the scheduler, controller manager and
 kwok work in proportion to what the autoscaler does).
+
+Where the time to Running goes (`stages`): from the pod watch, when each pod was created (the
+ReplicaSets), marked `Unschedulable` by kube-scheduler, bound and Running — per stage the count,
+the seconds until half and all of those pods got there, and the rate over the middle 80 % of
+them — and the CPU seconds each process (the controller, etcd, kube-apiserver, kube-scheduler,
+kube-controller-manager, kwok) spent until all pods were Running. `--running-timeout` caps the
+wait for Running (then the Running share reached is reported and the scale-downs are skipped);
+`--settle-timeout` caps each scale-down's wait; `--no-scale-down` stops at all Running. `--out
+DIR` keeps each run's result, stage times, the controller's and the apiserver's /metrics at
+all-Running and, with `--py-spy BIN`, a py-spy profile (raw collapsed stacks) of karpy's
+controller over the same span.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,11 +53,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.e2e import DEPLOYMENTS, NAMESPACE, PodProgress, client_requests, deployment, follow, packing, proc_stats
+from bench.e2e import (
+    DEPLOYMENTS,
+    NAMESPACE,
+    STAGES,
+    PodProgress,
+    client_requests,
+    deployment,
+    follow,
+    metrics_text,
+    packing,
+    proc_stats,
+)
 from bench.sidebyside import machine
+from controller.cloudprovider.simulated.catalog import catalog_from_json
 from controller.core import labels as L
 from controller.kube.client import KubeClient
 from controller.kube.resources import NODES, PODS
+from controller.scheduling.scheduler import schedule
+from controller.scheduling.types import SchedulingInput
+from controller.simulate.inputs import read_inputs
 from localcluster import LocalCluster, probes, procs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,21 +136,106 @@ def workloads(pods: int) -> list[tuple[str, int, str, str, bool]]:
     return [(name, round(pods * share), cpu, memory, zonal) for name, share, cpu, memory, zonal in SHAPES]
 
 
-def apiserver_requests(cluster: LocalCluster) -> int:
-    """The apiserver's `apiserver_request_total`, summed (every client, verb and code)."""
+def apiserver_metrics(cluster: LocalCluster) -> str:
     state = cluster.state
     if state is None:
         raise RuntimeError("the local cluster is not up")
     status, body = probes.get(state.server + "/metrics", probes.admin_context(cluster.pki), timeout=10)
     if status != 200:
         raise RuntimeError(f"apiserver /metrics answered {status}")
+    return body.decode()
+
+
+def apiserver_requests(cluster: LocalCluster) -> int:
+    """The apiserver's `apiserver_request_total`, summed (every client, verb and code)."""
     return int(
         sum(
             float(line.rsplit(" ", 1)[1])
-            for line in body.decode().splitlines()
+            for line in apiserver_metrics(cluster).splitlines()
             if line.startswith("apiserver_request_total{")
         )
     )
+
+
+def process_cpu(cluster: LocalCluster, ctrl: procs.Proc) -> dict[str, float]:
+    """CPU seconds so far of the controller and of each control-plane process."""
+    state = cluster.state
+    out = {"controller": proc_stats(ctrl.pid)[1]}
+    for proc in state.procs if state is not None else []:
+        try:
+            out[proc.name] = proc_stats(proc.pid)[1]
+        except OSError:
+            continue
+    return out
+
+
+def stage_summary(stages: dict[str, dict[str, float]], started: float, total: int) -> dict[str, dict[str, Any]]:
+    """Per stage: pods that reached it, seconds from `started` until the first, half (of `total`)
+    and all of `total` did (None: not reached), and pods/s over the middle 80 % of them; then,
+    per step between two stages, the median / 90th percentile / worst seconds a pod took
+    (`created→unschedulable`: kube-scheduler's queue and first attempt; `unschedulable→bound`:
+    the autoscaler's batch, decision, node and binding (or kube-scheduler's next attempt);
+    `bound→running`: kwok)."""
+    out: dict[str, dict[str, Any]] = {}
+    for stage in STAGES:
+        ts = sorted(t[stage] - started for t in stages.values() if stage in t)
+        row: dict[str, Any] = {"pods": len(ts), "first": round(ts[0], 1) if ts else None}
+        row["half"] = round(ts[total // 2 - 1], 1) if total and len(ts) >= total // 2 > 0 else None
+        row["all"] = round(ts[total - 1], 1) if total and len(ts) >= total else None
+        lo, hi = int(len(ts) * 0.1), int(len(ts) * 0.9) - 1
+        row["rate"] = round((hi - lo) / (ts[hi] - ts[lo]), 1) if hi > lo and ts[hi] > ts[lo] else None
+        out[stage] = row
+    for a, b in (("created", "unschedulable"), ("unschedulable", "bound"), ("created", "bound"), ("bound", "running")):
+        gaps = sorted(t[b] - t[a] for t in stages.values() if a in t and b in t)
+        out[f"{a}→{b}"] = {
+            "pods": len(gaps),
+            "p50": round(gaps[len(gaps) // 2], 1) if gaps else None,
+            "p90": round(gaps[int(len(gaps) * 0.9) - 1], 1) if len(gaps) >= 10 else None,
+            "max": round(gaps[-1], 1) if gaps else None,
+        }
+    return out
+
+
+def scheduler_metrics(cluster: LocalCluster) -> dict[str, float]:
+    """kube-scheduler's attempts by result and the seconds its attempts took (summed), from its
+    /metrics (client certificate of the cluster's admin)."""
+    state = cluster.state
+    if state is None:
+        raise RuntimeError("the local cluster is not up")
+    url = f"https://127.0.0.1:{state.ports['kube-scheduler']}/metrics"
+    ctx = probes.insecure_context()  # its serving certificate is self-signed
+    ctx.load_cert_chain(str(cluster.pki.admin_crt), str(cluster.pki.admin_key))
+    try:
+        status, body = probes.get(url, ctx, timeout=10)
+    except OSError:
+        return {}
+    if status != 200:
+        return {}
+    out: dict[str, float] = {}
+    for line in body.decode().splitlines():
+        if line.startswith("scheduler_schedule_attempts_total{"):
+            result = line.split('result="', 1)[1].split('"', 1)[0]
+            out[f"attempts_{result}"] = out.get(f"attempts_{result}", 0.0) + float(line.rsplit(" ", 1)[1])
+        elif line.startswith("scheduler_scheduling_attempt_duration_seconds_sum"):
+            out["attempt_seconds"] = out.get("attempt_seconds", 0.0) + float(line.rsplit(" ", 1)[1])
+    return {k: round(v, 1) for k, v in out.items()}
+
+
+class Profiler:
+    """py-spy recording a process until `stop()` (SIGINT: py-spy writes its output then)."""
+
+    def __init__(self, binary: str, pid: int, out: Path) -> None:
+        argv = [binary, "record", "-p", str(pid), "-r", "50", "--nonblocking", "-f", "raw", "-o", str(out)]
+        self._proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGINT)
+        try:
+            self._proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
 
 
 @dataclass
@@ -182,6 +294,26 @@ def settle(
         elif done(names) and time.monotonic() - changed >= quiet:
             return round(changed - started, 1)
     return None
+
+
+def fresh_price(catalog: dict[str, Any], replicas: dict[str, int], work: Path) -> float:
+    """$/h of karpy's own fresh provisioning of `replicas` (Deployment name → pods) on an empty
+    cluster, decided in process as `karpy simulate` reads its inputs (the harness's Provisioner
+    and Deployments, the shared catalog as exported): one batch, every pod at once."""
+    shapes = {name: (cpu, memory, zonal) for name, _, cpu, memory, zonal in SHAPES}
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner", "metadata": {"name": "default"},
+         "spec": {"requirements": REQUIREMENTS}},
+    ]  # fmt: skip
+    docs += [deployment(name, n, *shapes[name]) for name, n in replicas.items() if n]
+    path = work / "fresh-inputs.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
+    inputs = read_inputs([str(path)])
+    inp = SchedulingInput(pods=inputs.pods, provisioners=inputs.provisioners, instance_types=catalog_from_json(catalog))
+    result = schedule(inp)
+    if result.unschedulable:
+        raise RuntimeError(f"fresh provisioning left {len(result.unschedulable)} pods unschedulable")
+    return sum(node.launch.price for node in result.new_nodes if node.launch is not None)
 
 
 class Karpy:
@@ -280,8 +412,20 @@ def scale(kube: KubeClient, replicas: dict[str, int]) -> None:
         kube.patch(DEPLOYMENTS, name, {"spec": {"replicas": n}}, NAMESPACE)
 
 
-def run(auto: Autoscaler, work: Path, pods: int, catalog: Catalog, quiet: float) -> dict[str, Any]:
-    """One autoscaler on a fresh cluster: create, then half, then zero."""
+@dataclass
+class Options:
+    quiet: float
+    running_timeout: float | None
+    settle_timeout: float | None
+    out: Path | None
+    py_spy: str | None
+    scale_down: bool = True
+
+
+def run(
+    auto: Autoscaler, work: Path, pods: int, catalog: Catalog, opts: Options, catalog_json: dict[str, Any]
+) -> dict[str, Any]:
+    """One autoscaler on a fresh cluster: create, then half, then zero (if all got Running)."""
     loads = workloads(pods)
     total = sum(w[1] for w in loads)
     names = {w[0] for w in loads}
@@ -294,15 +438,36 @@ def run(auto: Autoscaler, work: Path, pods: int, catalog: Catalog, quiet: float)
         try:
             result: dict[str, Any] = {"autoscaler": auto.name, "pods": total}
             requests0 = apiserver_requests(cluster)
+            cpu0 = process_cpu(cluster, ctrl)
             progress = PodProgress(kube, names)
             progress.start()
+            tag = f"{auto.name.lower()}-{pods}"
+            profiler = None
+            if opts.py_spy and opts.out and isinstance(auto, Karpy):
+                profiler = Profiler(opts.py_spy, ctrl.pid, opts.out / f"{tag}.pyspy.txt")
             started = time.monotonic()
             for name, replicas, cpu, memory, zonal in loads:
                 kube.create(DEPLOYMENTS, deployment(name, replicas, cpu, memory, zonal), NAMESPACE)
-            running, _, milestones = follow(progress, total, started, 120 + pods * 0.3)
+            timeout = opts.running_timeout or 120 + pods * 0.3
+            running, all_created, milestones = follow(progress, total, started, timeout)
+            if profiler is not None:
+                profiler.stop()
             result["running"] = running
+            result["running_pct"] = round(100 * running / total, 1)
             result.update(milestones)
             result["running_100pct_seconds"] = round(time.monotonic() - started, 1) if running >= total else None
+            result["pods_created_seconds"] = round(all_created, 1) if all_created is not None else None
+            cpu1 = process_cpu(cluster, ctrl)
+            result["cpu_seconds_to_running"] = {k: round(v - cpu0.get(k, 0.0), 1) for k, v in cpu1.items()}
+            stages = progress.stages()
+            result["stages"] = stage_summary(stages, started, total)
+            result["scheduler"] = scheduler_metrics(cluster)
+            if opts.out:
+                (opts.out / f"{tag}.stages.json").write_text(
+                    json.dumps({uid: {k: round(t - started, 3) for k, t in v.items()} for uid, v in stages.items()})
+                )
+                (opts.out / f"{tag}.controller-metrics.txt").write_text(metrics_text(port))
+                (opts.out / f"{tag}.apiserver-metrics.txt").write_text(apiserver_metrics(cluster))
             packed = packing(kube, names, auto.node_label)
             nodes, price, _ = catalog.fleet(kube, auto.node_label)
             result.update(nodes=nodes, price=round(price, 3), cpu_packing=round(packed["cpu_packing"], 3))
@@ -311,30 +476,40 @@ def run(auto: Autoscaler, work: Path, pods: int, catalog: Catalog, quiet: float)
                 spread_skew=spread_skew(kube, spread, auto.node_label),
             )
 
-            half = {name: replicas // 2 for name, replicas, *_ in loads}
-            scaled = time.monotonic()
-            scale(kube, half)
-            remaining = sum(half.values())
-            result["half_settled_seconds"] = settle(
-                kube, auto.node_label, scaled, quiet, 120 + pods * 0.6,
-                lambda _names: progress.counts() == (remaining, remaining),
-            )  # fmt: skip
-            nodes, price, _ = catalog.fleet(kube, auto.node_label)
-            packed = packing(kube, names, auto.node_label)
-            result.update(
-                half_nodes=nodes, half_price=round(price, 3), half_cpu_packing=round(packed["cpu_packing"], 3)
-            )
+            if running >= total and opts.scale_down:
+                half = {name: replicas // 2 for name, replicas, *_ in loads}
+                scaled = time.monotonic()
+                scale(kube, half)
+                remaining = sum(half.values())
+                result["half_settled_seconds"] = settle(
+                    kube, auto.node_label, scaled, opts.quiet, opts.settle_timeout or 120 + pods * 0.6,
+                    lambda _names: progress.counts() == (remaining, remaining),
+                )  # fmt: skip
+                nodes, price, _ = catalog.fleet(kube, auto.node_label)
+                packed = packing(kube, names, auto.node_label)
+                result.update(
+                    half_nodes=nodes, half_price=round(price, 3), half_cpu_packing=round(packed["cpu_packing"], 3)
+                )
+                fresh = fresh_price(catalog_json, half, work)
+                result.update(half_fresh_price=round(fresh, 3), half_price_ratio=round(price / fresh, 3))
 
-            scaled = time.monotonic()
-            scale(kube, dict.fromkeys(half, 0))
-            result["zero_settled_seconds"] = settle(
-                kube, auto.node_label, scaled, 0, 120 + pods * 0.3, lambda names_left: not names_left
-            )
+                scaled = time.monotonic()
+                scale(kube, dict.fromkeys(half, 0))
+                result["zero_settled_seconds"] = settle(
+                    kube,
+                    auto.node_label,
+                    scaled,
+                    0,
+                    opts.settle_timeout or 120 + pods * 0.3,
+                    lambda names_left: not names_left,
+                )
             progress.stop()
             peak_mb, cpu_seconds = proc_stats(ctrl.pid)
             result.update(peak_mb=round(peak_mb, 1), cpu_seconds=round(cpu_seconds, 1))
             result["controller_requests"] = client_requests(port, auto.requests_metric)
             result["apiserver_requests"] = apiserver_requests(cluster) - requests0
+            if opts.out:
+                (opts.out / f"{tag}.result.json").write_text(json.dumps(result, indent=1))
             return result
         finally:
             procs.stop(ctrl)
@@ -371,11 +546,38 @@ def table(results: list[dict[str, Any]]) -> list[str]:
             f"{r['autoscaler']:<10}{r['pods']:>6} | {_s(r.get('running_50pct_seconds')):>5}"
             f"{_s(r.get('running_90pct_seconds')):>5}{_s(r['running_100pct_seconds']):>6} | {r['nodes']:>5}"
             f"{r['price']:>8.2f}{r['cpu_packing']:>6.2f}{r['memory_packing']:>6.2f}{r['spread_skew']:>5} | "
-            f"{_s(r['half_settled_seconds']):>9}{r['half_nodes']:>6}{r['half_price']:>8.2f} | "
-            f"{_s(r['zero_settled_seconds']):>9} | {r['peak_mb']:>5.0f}{r['cpu_seconds']:>7.0f} | "
+            f"{_s(r.get('half_settled_seconds')):>9}{_s(r.get('half_nodes')):>6}{_f(r.get('half_price')):>8} | "
+            f"{_s(r.get('zero_settled_seconds')):>9} | {r['peak_mb']:>5.0f}{r['cpu_seconds']:>7.0f} | "
             f"{r['controller_requests']:>8}{r['apiserver_requests']:>10}"
         )
     return lines
+
+
+def stages_table(results: list[dict[str, Any]]) -> list[str]:
+    """Where the time to Running went: per stage, when half and all pods got there and the rate,
+    and each process's CPU seconds until all were Running."""
+    lines = []
+    for r in results:
+        lines.append(f"{r['autoscaler']} {r['pods']} pods ({r['running_pct']} % Running):")
+        for stage, row in r["stages"].items():
+            if "rate" in row:
+                lines.append(
+                    f"  {stage:<14}{row['pods']:>7} pods  first {_s(row['first']):>5} s  half {_s(row['half']):>5} s"
+                    f"  all {_s(row['all']):>5} s  {_s(row['rate']):>6} pods/s (middle 80 %)"
+                )
+            else:
+                lines.append(
+                    f"  {stage:<24}{row['pods']:>7} pods  p50 {_s(row['p50']):>5} s  p90 {_s(row['p90']):>5} s"
+                    f"  max {_s(row['max']):>5} s"
+                )
+        lines.append(f"  kube-scheduler: {r.get('scheduler')}")
+        cpu = ", ".join(f"{name} {seconds:.0f}" for name, seconds in r["cpu_seconds_to_running"].items())
+        lines.append(f"  CPU seconds until all Running (or the cap): {cpu}")
+    return lines
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -383,7 +585,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, choices=SIZES, default=1000)
     parser.add_argument("--only", choices=("karpy", "karpenter"), help="run one autoscaler")
     parser.add_argument("--quiet", type=float, default=60.0, help="seconds without a node change that count as settled")
+    parser.add_argument("--running-timeout", type=float, help="seconds to wait for all Running (120 + 0.3/pod)")
+    parser.add_argument("--settle-timeout", type=float, help="seconds to wait for each scale-down (120 + 0.6/pod)")
+    parser.add_argument("--no-scale-down", action="store_true", help="stop once all are Running (or the cap)")
+    parser.add_argument("--out", type=Path, help="directory for each run's result, stage times and /metrics")
+    parser.add_argument("--py-spy", help="py-spy binary: profile karpy's controller until all Running (needs --out)")
     args = parser.parse_args(argv)
+    opts = Options(args.quiet, args.running_timeout, args.settle_timeout, args.out, args.py_spy, not args.no_scale_down)
+    if opts.out:
+        opts.out.mkdir(parents=True, exist_ok=True)
     version = run_sh("--version").strip()
     module_dir = Path(run_sh("--module-dir").strip().splitlines()[-1])
     with tempfile.TemporaryDirectory(prefix="karpy-kbench-") as tmp:
@@ -400,11 +610,12 @@ def main(argv: list[str] | None = None) -> int:
         for auto in autos:
             auto_work = work / auto.name.lower()
             auto_work.mkdir()
-            result = run(auto, auto_work, args.pods, Catalog.of(catalog), args.quiet)
+            result = run(auto, auto_work, args.pods, Catalog.of(catalog), opts, catalog)
             print(json.dumps(result), flush=True)
             results.append(result)
     print(f"karpy vs Karpenter {version} (kwok provider), end to end on the local control plane — {machine()}")
     print("\n".join(table(results)))
+    print("\n".join(stages_table(results)))
     print(
         "seconds from creating the Deployments; nodes/$/h/packing/skew when all are Running; ½ settle: seconds "
         f"after scaling to half until the last node change ({args.quiet:.0f} s quiet), then nodes and $/h; 0 settle: "

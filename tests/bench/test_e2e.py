@@ -1,12 +1,14 @@
-"""The e2e benchmark's report of the cloud API economy, read from a controller's /metrics text."""
+"""The e2e benchmark's report of the cloud API economy, read from a controller's /metrics text, and
+its pod watch's record of when each pod reached each stage."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import pytest
 
-from bench.e2e import api_economy, by_operation, scenario_arg, workloads_of
+from bench.e2e import PodProgress, api_economy, by_operation, scenario_arg, workloads_of
 
 METRICS = """\
 # TYPE karpy_cloudprovider_api_calls_total counter
@@ -37,3 +39,30 @@ def test_a_pod_count_is_the_1000_pod_mix_scaled() -> None:
     for bad in ("0", "lots", "9000"):
         with pytest.raises(argparse.ArgumentTypeError, match="a pod count 1-5000"):
             scenario_arg(bad)
+
+
+def _pod(uid: str, app: str = "bench-web", node: str = "", phase: str = "Pending", unschedulable: bool = False) -> Any:
+    conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}] if unschedulable else []
+    return {
+        "metadata": {"name": uid, "uid": uid, "labels": {"app": app}},
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase, "conditions": conditions},
+    }
+
+
+def test_pod_progress_records_the_first_time_each_pod_reached_each_stage() -> None:
+    progress = PodProgress(None, {"bench-web"})  # type: ignore[arg-type]  # fed directly, no watch
+    progress._apply("ADDED", _pod("a"))
+    progress._apply("MODIFIED", _pod("a", unschedulable=True))
+    progress._apply("MODIFIED", _pod("a", node="n1", unschedulable=True))
+    progress._apply("MODIFIED", _pod("a", node="n1", phase="Running"))
+    progress._apply("ADDED", _pod("other", app="not-bench", unschedulable=True))
+    stages = progress.stages()
+    assert list(stages) == ["a"]
+    times = stages["a"]
+    assert list(times) == ["created", "unschedulable", "bound", "running"]
+    assert times["created"] <= times["unschedulable"] <= times["bound"] <= times["running"]
+    first = dict(times)
+    progress._apply("MODIFIED", _pod("a", node="n1", phase="Running"))  # seen again: first times kept
+    assert progress.stages()["a"] == first
+    assert progress.counts() == (1, 1)

@@ -1,8 +1,11 @@
-"""bench/karpenter_e2e.py's pure parts: Karpenter kwok's instance types as karpy's catalog."""
+"""bench/karpenter_e2e.py's pure parts: Karpenter kwok's instance types as karpy's catalog, the
+summary of where the time to Running went, karpy's fresh provisioning price."""
 
 from __future__ import annotations
 
-from bench.karpenter_e2e import Catalog, kwok_catalog, workloads
+from pathlib import Path
+
+from bench.karpenter_e2e import Catalog, fresh_price, kwok_catalog, stage_summary, workloads
 from controller.cloudprovider.simulated.catalog import catalog_from_json
 from controller.core import labels as L
 
@@ -51,3 +54,26 @@ def test_each_size_keeps_the_shapes_proportions() -> None:
         loads = workloads(pods)
         assert sum(w[1] for w in loads) == pods
         assert sum(1 for w in loads if w[4]) == 1  # one zonal-spread Deployment
+
+
+def test_stage_summary_gives_when_half_and_all_got_there_and_each_steps_latency() -> None:
+    started = 100.0
+    stages = {
+        f"uid-{i}": {"created": started + i, "unschedulable": started + i + 1, "bound": started + i + 3,
+                     "running": started + i + 4}
+        for i in range(10)
+    }  # fmt: skip
+    stages["late"] = {"created": started + 20}  # never marked, bound or Running
+    out = stage_summary(stages, started, 11)
+    assert out["created"] == {"pods": 11, "first": 0.0, "half": 4.0, "all": 20.0, "rate": 1.0}
+    assert out["running"]["pods"] == 10 and out["running"]["all"] is None  # one of 11 not Running
+    assert out["running"]["half"] == 8.0
+    assert out["unschedulable→bound"] == {"pods": 10, "p50": 2.0, "p90": 2.0, "max": 2.0}
+    assert out["bound→running"]["p50"] == 1.0
+
+
+def test_fresh_price_is_one_decision_over_every_remaining_pod(tmp_path: Path) -> None:
+    catalog = kwok_catalog([KWOK_TYPE])  # 4 CPUs, 32Gi: 3.9 CPUs allocatable
+    # 12 pods of bench-worker (1 CPU, 2Gi): 3 a node (pods: 110), 4 nodes at the cheapest offering
+    price = fresh_price(catalog, {"bench-worker": 12, "bench-api": 0}, tmp_path)
+    assert price == 4 * 0.2  # on-demand only: the Provisioner's requirements
