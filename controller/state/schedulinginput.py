@@ -46,11 +46,12 @@ class Provisionable:
         return tuple(p.request for p in self.pending if p.request is not None)
 
 
-def provisionable(snap: Snapshot) -> Provisionable:
+def provisionable(snap: Snapshot, ordered: bool = True) -> Provisionable:
     """The provisionable pods the scheduler can read and Karpenter would not ignore (oldest
-    first), the movable pods of owned nodes marked for deletion (by node name), and the ignored."""
+    first; in no particular order with `ordered=False`), the movable pods of owned nodes marked
+    for deletion (by node name), and the ignored."""
     pending, ignored = [], []
-    for pod in snap.pending_pods():
+    for pod in snap.pending_pods(ordered):
         if pod.request is None:
             ignored.append((pod, "the pod spec cannot be read"))
         elif pod.request.ignore_reason:

@@ -112,6 +112,48 @@ def test_window_waits_for_idle() -> None:
     assert env.cloud.create_calls == []
 
 
+def test_a_new_pod_opens_the_window_a_still_pending_one_again_after_the_retry_and_gone_ones_are_forgotten() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("never-fits", cpu="1000", tolerations=TOLERATE))
+    env.run_batch()  # nothing fits: the pod stays pending
+    assert not env.controller.batcher.open
+    env.clock.step(5)
+    env.controller.reconcile()
+    assert not env.controller.batcher.open  # its retry is not due yet
+    env.clock.step(5)
+    env.controller.reconcile()
+    assert env.controller.batcher.open  # 10 s after its last try: a new window
+    env.clock.step(1.1)
+    env.controller.reconcile()  # the window closes: evaluated again
+    env.kube.put(PODS, make_pod("fits", tolerations=TOLERATE))
+    env.sync()
+    env.controller.reconcile()
+    assert env.controller.batcher.open  # a pod seen for the first time
+    env.kube.delete(PODS, "never-fits", "default")
+    env.kube.delete(PODS, "fits", "default")
+    env.sync()
+    env.controller.reconcile()
+    assert env.controller._last_try == {}
+
+
+def test_a_pod_pinned_and_waiting_for_kube_scheduler_opens_no_window() -> None:
+    env = make_env()
+    pinned = make_pod(
+        "pinned", pending=False, tolerations=TOLERATE, nodeSelector={L.ZONE: "us-west-2a"},
+        topologySpreadConstraints=[{
+            "maxSkew": 1, "topologyKey": L.ZONE, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }],
+    )  # fmt: skip
+    env.kube.put(PODS, pinned)
+    env.sync()
+    assert [p.name for p in env.state.snapshot().pending_pods()] == ["pinned"]  # considered by a batch
+    for _ in range(3):
+        env.controller.reconcile()
+        assert not env.controller.batcher.open
+        env.clock.step(10)
+
+
 def test_binding_left_to_kube_scheduler_by_setting() -> None:
     env = make_env(bind=False)
     env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))

@@ -45,6 +45,18 @@ def test_pending_pods_follow_the_decisions_table() -> None:
     assert [p.name for p in state.snapshot().pending_pods()] == ["pending"]
 
 
+def test_pending_pods_oldest_first_or_unordered_are_the_same_pods() -> None:
+    state = synced_state()
+    young, old, older = make_pod("a-young"), make_pod("b-old"), make_pod("c-older")
+    young["metadata"]["creationTimestamp"] = "2024-01-01T00:00:09Z"
+    old["metadata"]["creationTimestamp"] = "2024-01-01T00:00:05Z"
+    older["metadata"]["creationTimestamp"] = "2024-01-01T00:00:01Z"
+    state.replace(PODS.name, [young, old, older, make_pod("bound", node="n1")])
+    snap = state.snapshot()
+    assert [p.name for p in snap.pending_pods()] == ["c-older", "b-old", "a-young"]
+    assert {p.name for p in snap.pending_pods(ordered=False)} == {"c-older", "b-old", "a-young"}
+
+
 def test_pods_are_attached_to_nodes_and_usage_counts_capacity() -> None:
     state = synced_state()
     state.replace(NODES.name, [make_node("n1", cpu="4"), make_node("n2", cpu="2", deleting=True)])
