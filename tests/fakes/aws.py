@@ -3,9 +3,12 @@
 For what moto cannot do: prices (`get_products` documents, spot history), insufficient capacity,
 which override CreateFleet picks, the EKS SSM parameters. Knobs: `errors[operation]` (a queue of
 `ApiError`s raised by the next calls), `out_of_capacity` ({(type, zone, capacity type)}: fleet
-overrides that answer InsufficientInstanceCapacity), `products`, `spot_history`, `parameters`.
-Records every call in `calls`. CreateFleet launches the first override (in request order) that
-is not out of capacity, as EC2's lowest-price strategy would with ordered overrides.
+overrides that answer InsufficientInstanceCapacity), `fleet_capacity` (at most this many instances
+per CreateFleet: partial fulfilment), `fleet_surplus` (more than asked), `products`,
+`spot_history`, `parameters`. Records every call in `calls`. CreateFleet launches its
+`TotalTargetCapacity` on the first override (in request order) that is not out of capacity, as
+EC2's lowest-price strategy would with ordered overrides; DescribeInstances and
+TerminateInstances fail the whole call for one unknown ID, as EC2 does.
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ class FakeTransport:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
         self.instances: dict[str, dict[str, Any]] = {}
         self.launch_templates: dict[str, dict[str, Any]] = {}
+        self.fleet_capacity: int | None = None  # at most this many instances per CreateFleet (partial fulfilment)
+        self.fleet_surplus = 0  # instances a CreateFleet launches beyond what it was asked for
         self._ids = itertools.count(1)
 
     def named(self, operation: str) -> list[dict[str, Any]]:
@@ -130,6 +135,10 @@ class FakeTransport:
 
     def _create_fleet(self, params: Mapping[str, Any]) -> dict[str, Any]:
         capacity_type = params["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
+        wanted = int(params["TargetCapacitySpecification"]["TotalTargetCapacity"])
+        if self.fleet_capacity is not None:
+            wanted = min(wanted, self.fleet_capacity)
+        wanted += self.fleet_surplus
         errors = []
         for config in params["LaunchTemplateConfigs"]:
             for o in config["Overrides"]:
@@ -143,29 +152,52 @@ class FakeTransport:
                         }
                     )
                     continue
-                instance_id = f"i-{next(self._ids):017x}"
-                self.instances[instance_id] = {
-                    "InstanceId": instance_id,
-                    "InstanceType": o["InstanceType"],
-                    "Placement": {"AvailabilityZone": o["AvailabilityZone"]},
-                    "PrivateDnsName": f"ip-10-0-0-{len(self.instances) + 1}.ec2.internal",
-                    "State": {"Name": "running"},
-                    "LaunchTime": datetime(2024, 1, 1, tzinfo=UTC),
-                    **({"InstanceLifecycle": "spot"} if capacity_type == "spot" else {}),
-                    "Tags": [
-                        t
-                        for spec in params["TagSpecifications"]
-                        if spec["ResourceType"] == "instance"
-                        for t in spec["Tags"]
-                    ],
-                }
-                return {"Instances": [{"InstanceIds": [instance_id], "Lifecycle": capacity_type}], "Errors": errors}
+                ids = [self._launch(o, capacity_type, params) for _ in range(wanted)]
+                launched = [{"InstanceIds": ids, "Lifecycle": capacity_type}] if ids else []
+                return {"Instances": launched, "Errors": errors}
         return {"Instances": [], "Errors": errors}
+
+    def _launch(self, override: Mapping[str, Any], capacity_type: str, params: Mapping[str, Any]) -> str:
+        instance_id = f"i-{next(self._ids):017x}"
+        self.instances[instance_id] = {
+            "InstanceId": instance_id,
+            "InstanceType": override["InstanceType"],
+            "Placement": {"AvailabilityZone": override["AvailabilityZone"]},
+            "PrivateDnsName": f"ip-10-0-0-{len(self.instances) + 1}.ec2.internal",
+            "State": {"Name": "running"},
+            "LaunchTime": datetime(2024, 1, 1, tzinfo=UTC),
+            **({"InstanceLifecycle": "spot"} if capacity_type == "spot" else {}),
+            "Tags": [
+                t for spec in params["TagSpecifications"] if spec["ResourceType"] == "instance" for t in spec["Tags"]
+            ],
+        }
+        return instance_id
 
     def _describe_instances(self, params: Mapping[str, Any]) -> dict[str, Any]:
         ids = params.get("InstanceIds")
-        found = [self.instances[i] for i in ids if i in self.instances] if ids else list(self.instances.values())
+        unknown = [i for i in ids or () if i not in self.instances]
+        if unknown:  # as EC2: one unknown ID fails the whole call
+            raise ApiError("InvalidInstanceID.NotFound", f"The instance ID '{unknown[0]}' does not exist")
+        found = [self.instances[i] for i in ids] if ids else list(self.instances.values())
         return {"Reservations": [{"Instances": found}]} if found else {"Reservations": []}
+
+    def _terminate_instances(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        ids = params["InstanceIds"]
+        unknown = [i for i in ids if i not in self.instances]
+        if unknown:
+            raise ApiError("InvalidInstanceID.NotFound", f"The instance ID '{unknown[0]}' does not exist")
+        changes = []
+        for i in ids:
+            before = self.instances[i]["State"]["Name"]
+            self.instances[i]["State"] = {"Name": "shutting-down" if before != "terminated" else "terminated"}
+            changes.append(
+                {"InstanceId": i, "PreviousState": {"Name": before}, "CurrentState": self.instances[i]["State"]}
+            )
+        return {"TerminatingInstances": changes}
+
+    def live(self) -> list[str]:
+        """The IDs of instances neither shutting down nor terminated."""
+        return sorted(i for i, inst in self.instances.items() if inst["State"]["Name"] == "running")
 
     def _describe_spot_price_history(self, _: Mapping[str, Any]) -> dict[str, Any]:
         return {"SpotPriceHistory": self.spot_history}
