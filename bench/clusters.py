@@ -2,9 +2,9 @@
 
 `consolidation_cluster(nodes, pods)`: one Provisioner (`default`, consolidation enabled), `nodes`
 on-demand nodes of five simulated types in three zones, launched and initialized an hour ago, and
-`pods` ReplicaSet pods of mixed shapes bound to them first-fit, each node filled up to a random
-35–75 % of its CPU (20 pods a node fill ~60 % on average) — a fleet after a scale-down, which
-consolidation should shrink.
+`pods` ReplicaSet pods of mixed shapes (160 apps) bound to them first-fit, each node filled up to
+a random 35–75 % of its CPU (20 pods a node fill ~60 % on average) — a fleet after a scale-down,
+which consolidation should shrink; optionally every pod with a zonal topology spread over its app.
 `pending_pods(n, impossible)`: `n` pending pods of five shapes, the first `impossible` of which
 never fit (1,000 CPUs, or a label no provisioner gives). Seeded (`random.Random(seed)`): the same
 cluster every run.
@@ -66,7 +66,9 @@ def node(i: int, it: InstanceType) -> Obj:
     }  # fmt: skip
 
 
-def pod(i: int, shape: int, node_name: str = "", node_selector: dict[str, str] | None = None) -> Obj:
+def pod(
+    i: int, shape: int, node_name: str = "", node_selector: dict[str, str] | None = None, spread: bool = False
+) -> Obj:
     cpu, _, memory = SHAPES[shape]
     spec: Obj = {
         "containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
@@ -80,6 +82,9 @@ def pod(i: int, shape: int, node_name: str = "", node_selector: dict[str, str] |
     if node_selector:
         spec["nodeSelector"] = node_selector
     owner = f"app-{shape}-{i % 40}"
+    if spread:
+        spec["topologySpreadConstraints"] = [{"topologyKey": L.ZONE, "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": owner}}}]  # fmt: skip
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": f"pod-{i:06d}", "namespace": f"ns-{i % 10}", "uid": f"uid-pod-{i}", "resourceVersion": "1",
@@ -91,11 +96,11 @@ def pod(i: int, shape: int, node_name: str = "", node_selector: dict[str, str] |
 
 
 def consolidation_cluster(
-    nodes: int, pods: int, seed: int = 42, fill: tuple[float, float] = (0.35, 0.75)
+    nodes: int, pods: int, seed: int = 42, fill: tuple[float, float] = (0.35, 0.75), spread: bool = False
 ) -> dict[str, list[Obj]]:
     """Wire objects by kind name: `nodes` nodes holding `pods` pods, each node filled up to a
     random fraction of its CPU within `fill` (fewer pods when every node reaches it first; see the
-    module docstring)."""
+    module docstring); `spread`: every pod spread over zones with its app (DoNotSchedule, maxSkew 1)."""
     rng = random.Random(seed)
     types = {it.name: it for it in catalog()}
     node_objs, target = [], []
@@ -114,7 +119,7 @@ def consolidation_cluster(
         else:
             break  # every node is at its target: fewer pods than asked
         used[k] += need
-        pod_objs.append(pod(i, shape, node_objs[k]["metadata"]["name"]))
+        pod_objs.append(pod(i, shape, node_objs[k]["metadata"]["name"], spread=spread))
         k = (k + 1) % nodes
     return {"nodes": node_objs, "pods": pod_objs, "provisioners": [provisioner()]}
 

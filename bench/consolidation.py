@@ -14,12 +14,17 @@ it, without the API writes of acting on its command.
    what covering every node costs, however many budgeted passes it is spread over: candidates
    per second and (when `--sweep-seconds` stops it first) the time of the whole sweep at that rate.
 
-    python -m bench.consolidation [--nodes 1000] [--pods 20000] [--budget 20] [--sweep-seconds 120]
+Each simulation of a pass draws its nodes from the pass's node source (`scheduling/existing.py`):
+the remaining nodes are set up once per pass. `--spread` gives every pod a zonal topology spread
+over its app (DoNotSchedule, maxSkew 1), so each simulation counts topology over the 20,000 pods.
+
+    python -m bench.consolidation [--nodes 1000] [--pods 20000] [--budget 20] [--sweep-seconds 120] [--spread]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from bench.clusters import NOW, catalog, consolidation_cluster, rss_mib
@@ -38,9 +43,9 @@ from controller.state.snapshot import Snapshot
 SETTINGS = DeprovisioningSettings()
 
 
-def snapshot_of(nodes: int, pods: int, fill: tuple[float, float]) -> tuple[Snapshot, int, float]:
+def snapshot_of(nodes: int, pods: int, fill: tuple[float, float], spread: bool = False) -> tuple[Snapshot, int, float]:
     """The fleet's snapshot, its pods, and the state's memory (RSS growth, MiB, views included)."""
-    objects = consolidation_cluster(nodes, pods, fill=fill)
+    objects = consolidation_cluster(nodes, pods, fill=fill, spread=spread)
     count = len(objects["pods"])
     before = rss_mib()
     state = ClusterState(FakeClock(NOW))
@@ -87,13 +92,14 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--budget", type=float, default=SETTINGS.consolidation_budget_seconds)
     parser.add_argument("--sweep-seconds", type=float, default=120.0)
+    parser.add_argument("--spread", action="store_true", help="every pod spread over zones with its app")
     args = parser.parse_args()
 
     started = time.monotonic()
-    snap, pods, mib = snapshot_of(args.nodes, args.pods, (0.45, 0.85))
+    snap, pods, mib = snapshot_of(args.nodes, args.pods, (0.45, 0.85), args.spread)
     print(
-        f"scale-down fleet: {args.nodes} nodes, {pods} pods (state fed in {time.monotonic() - started:.1f} s,"
-        f" {mib:.0f} MiB of state)"
+        f"scale-down fleet: {args.nodes} nodes, {pods} pods{' with zonal spread' if args.spread else ''} (state fed in"
+        f" {time.monotonic() - started:.1f} s, {mib:.0f} MiB of state); load average {load()}"
     )
     decision, seconds, cpu, sims = one_pass(snap, args.budget, Progress())
     print(f"  one pass, budget {args.budget:.0f} s: {seconds:.1f} s ({cpu:.1f} s CPU), {sims} simulations")
@@ -102,6 +108,12 @@ def main() -> None:
 
     print("the same fleet: every candidate as single-node consolidation examines it")
     sweep(snap, args.sweep_seconds)
+    print(f"load average {load()}")
+
+
+def load() -> str:
+    """The machine's 1-minute load average now (other work inflates wall times)."""
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def sweep(snap: Snapshot, limit: float) -> None:
@@ -114,7 +126,7 @@ def sweep(snap: Snapshot, limit: float) -> None:
     room = Room.of(inputs)
     setup = time.monotonic() - started
     examined = simulated = found = 0
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     for cand in cands:
         if room.why_not(cand) is None:
             simulated += 1
@@ -122,11 +134,11 @@ def sweep(snap: Snapshot, limit: float) -> None:
         examined += 1
         if time.monotonic() - started >= limit:
             break
-    seconds = time.monotonic() - started
+    seconds, cpu = time.monotonic() - started, time.process_time() - cpu
     rate = examined / seconds
     print(
-        f"  {examined} of {len(cands)} candidates in {seconds:.1f} s ({rate:.1f}/s; {simulated} simulated,"
-        f" {examined - simulated} told by requests alone; {found} would consolidate); set-up {setup:.1f} s"
+        f"  {examined} of {len(cands)} candidates in {seconds:.1f} s, {cpu:.1f} s CPU ({rate:.1f}/s; {simulated}"
+        f" simulated, {examined - simulated} told by requests alone; {found} would consolidate); set-up {setup:.1f} s"
     )
     if examined < len(cands):
         print(f"  stopped after {limit:.0f} s; the whole sweep at that rate: {len(cands) / rate:.0f} s")

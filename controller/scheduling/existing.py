@@ -9,20 +9,24 @@ A deprovisioning pass simulates hundreds of node sets, each its remaining nodes 
 or a prefix of candidates; setting up every node again made one simulation cost ~0.12 s at
 1,000 nodes / 20,000 pods. So for a `NodeSource` (`types.py`: the nodes a run of solves draws
 from) the rows of all its nodes are built once per solve context (resource list, provisioners,
-their type tables, DaemonSets; `_ROWS`: a cache of a pure function, not state), and a solve whose
-nodes are the source's own objects takes their rows by index (`rows_for`). The rows of a subset are the same
-values, in the same order, as the subset's own set-up, and `install` is the one way rows enter
-a solve, so the results are the same (checked solve by solve over random fleets in
-`tests/controller/scheduling/test_existing.py`). The source is not used — the subset is set up
-alone — when a node is not the source's own object (e.g. `volumes.py` gave it attach limits) or
-one of its bound pods is in the batch (its usage then leaves that pod out).
+their type tables, DaemonSets; `_ROWS`: a cache of a pure function, not state), and a solve
+whose nodes are the source's own objects takes their rows by index (`rows_for`). Likewise for
+topology: how many bound pods of each node a group (a spread, affinity or anti-affinity
+selector) counts is kept per source once a solve asked (`Rows.group_counts`), and a solve takes
+its nodes' counts by index. The rows of a subset are the same values, in the same order, as the
+subset's own set-up, and `install` is the one way rows enter a solve, so the results are the
+same (checked solve by solve over random fleets in `tests/controller/scheduling/test_existing.py`).
+The source is not used — the subset is set up alone — when a node is not the source's own
+object (e.g. `volumes.py` gave it attach limits) or one of its bound pods is in the batch (its
+usage then leaves that pod out).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -30,7 +34,7 @@ from controller.core.labels import HOSTNAME
 from controller.core.requirements import Requirements
 from controller.core.taints import Taint, first_untolerated, is_ephemeral
 from controller.scheduling.nodetable import NodeTable
-from controller.scheduling.topology import ClusterNode, Topology
+from controller.scheduling.topology import ClusterNode, Group, Topology, filter_matches
 from controller.scheduling.types import HostPort, NodeSource, PodRequest, ProvisionerSpec, SchedulingInput, StateNode
 from controller.scheduling.typetable import TypeTable
 
@@ -104,6 +108,45 @@ class Rows:
     cluster: tuple[ClusterNode, ...]  # bound pods that stay (topology counts them), labels, name
     anti: frozenset[int]  # rows holding a bound pod with required anti-affinity
     pod_rows: Mapping[str, int]  # bound pod key → row
+    group_counts: dict[Hashable, np.ndarray] = field(default_factory=dict)
+    """Per topology group key: `selected(group)` (a cache, filled by solves)."""
+
+    def selected(self, group: Group) -> np.ndarray:
+        """Per row, how many of its bound pods `group` selects; 0 where its node filter excludes
+        the node. A selector reads a pod's namespace and labels only: it is asked once per
+        distinct pair (`_by_labels`), not once per pod."""
+        pairs, rows, which, counts = self._by_labels
+        chosen = np.array([group.selects(namespace, labels) for namespace, labels in pairs], dtype=bool)
+        hit = chosen[which]
+        out = np.bincount(rows[hit], weights=counts[hit], minlength=len(self.nodes)).astype(np.int64)
+        if group.node_filter:
+            for i in np.flatnonzero(out).tolist():
+                if not filter_matches(group.node_filter, Requirements.from_labels(self.nodes[i].labels)):
+                    out[i] = 0
+        return out
+
+    @cached_property
+    def _by_labels(self) -> tuple[list[tuple[str, Mapping[str, str]]], np.ndarray, np.ndarray, np.ndarray]:
+        """The bound pods' distinct (namespace, labels) pairs, and per (row, pair) present: the
+        row, the pair and how many of the row's pods have it."""
+        index: dict[tuple[str, frozenset[tuple[str, str]]], int] = {}
+        pairs: list[tuple[str, Mapping[str, str]]] = []
+        rows, which, counts = [], [], []
+        for i, (pods, _, _) in enumerate(self.cluster):
+            here: dict[int, int] = {}
+            for pod in pods:
+                key = (pod.namespace, frozenset(pod.labels.items()))
+                k = index.get(key)
+                if k is None:
+                    k = index[key] = len(pairs)
+                    pairs.append((pod.namespace, pod.labels))
+                here[k] = here.get(k, 0) + 1
+            for k, count in here.items():
+                rows.append(i)
+                which.append(k)
+                counts.append(count)
+        as_ints = np.array(rows, dtype=np.int64), np.array(which, dtype=np.int64), np.array(counts, dtype=np.int64)
+        return pairs, *as_ints
 
     @staticmethod
     def build(nodes: Sequence[StateNode], context: Context, batch_keys: set[str]) -> Rows:
@@ -219,7 +262,14 @@ def install(table: NodeTable, topology: Topology, rows: Rows, idx: np.ndarray) -
     )  # fmt: skip
     cluster = rows.cluster
     anti = [k for k, i in enumerate(picked) if i in rows.anti] if rows.anti else []
-    topology.add_cluster_nodes([cluster[i] for i in picked], anti)
+
+    def counts(key: Hashable, group: Group) -> np.ndarray:
+        found = rows.group_counts.get(key)
+        if found is None:  # over every row, kept for the next solve over these rows
+            found = rows.group_counts[key] = rows.selected(group)
+        return np.asarray(found[idx])
+
+    topology.add_cluster_nodes([cluster[i] for i in picked], anti, counts)
 
 
 def _bound_usage(

@@ -42,6 +42,15 @@ def type_table(types: tuple[InstanceType, ...], resources: tuple[str, ...]) -> T
     return TypeTable(types, resources)
 
 
+@functools.lru_cache(maxsize=8)
+def limit_capacity(table: TypeTable, names: tuple[str, ...]) -> np.ndarray:
+    """Each type's capacity of the limited resources `names` (memoised: read-only, per table)."""
+    cap = np.array([[it.capacity.get(r, 0) for r in names] for it in table.types], dtype=np.int64)
+    cap = cap.reshape(len(table.types), len(names))
+    cap.flags.writeable = False
+    return cap
+
+
 def universe(
     provisioners: Sequence[ProvisionerSpec], tables: Sequence[TypeTable], cache: dict[str, set[str]], key: str
 ) -> set[str]:
@@ -154,10 +163,10 @@ class Solver:
                     for r in left:
                         left[r] -= capacity.get(r, 0)
             names = sorted(left)
-            cap = np.array([[it.capacity.get(r, 0) for r in names] for it in table.types], dtype=np.int64)
+            cap = limit_capacity(table, tuple(names))
             remaining.append(left)
-            caps.append(cap.reshape(len(table.types), len(names)))
-            masks.append(self._limit_mask(cap.reshape(len(table.types), len(names)), left, names))
+            caps.append(cap)
+            masks.append(self._limit_mask(cap, left, names))
         return remaining, caps, masks
 
     @staticmethod

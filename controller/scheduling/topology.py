@@ -16,7 +16,7 @@ decided), anti-affinity records every domain of the universe it allows, not none
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ def short_key(key: str) -> str:
 
 ClusterNode = tuple[Sequence[PodRequest], Mapping[str, str], str]
 """An existing node's bound pods, its labels and name."""
+ClusterCounts = Callable[[Hashable, "Group"], np.ndarray]
 
 
 def filter_matches(node_filter: Sequence[Requirements], requirements: Requirements) -> bool:
@@ -142,15 +143,19 @@ class Topology:
         self._selecting: dict[tuple[Any, ...], list[Group]] = {}
         self._inverse_selecting: dict[tuple[Any, ...], list[Group]] = {}
         self._cluster: Sequence[ClusterNode] = ()
+        self._cluster_counts: ClusterCounts | None = None
 
     # -- set-up ------------------------------------------------------------------------------
 
-    def add_cluster_nodes(self, nodes: Sequence[ClusterNode], anti: Sequence[int]) -> None:
+    def add_cluster_nodes(self, nodes: Sequence[ClusterNode], anti: Sequence[int], counts: ClusterCounts) -> None:
         """The pods bound to the existing nodes before this solve, the nodes in row order (the
         existing nodes are the table's first rows): counted by groups; inverse groups made for
-        those with required anti-affinity (`anti`: the rows holding such pods, in order)."""
+        those with required anti-affinity (`anti`: the rows holding such pods, in order).
+        `counts(key, group)`: per node, how many of its pods the group selects (0 where its node
+        filter excludes the node; `existing.py` keeps them)."""
         assert not self._cluster, "the existing nodes are added once"
         self._cluster = nodes
+        self._cluster_counts = counts
         for node_index in anti:
             pods, node_labels, node_name = nodes[node_index]
             for pod in pods:
@@ -189,22 +194,15 @@ class Topology:
         self._by_spec[key] = group
         self._selecting.clear()
         self._inverse_selecting.clear()
-        if not group.inverse:
-            for node_index, (pods, labels, name) in enumerate(self._cluster):
-                matches = None  # whether the node filter allows this node, once a pod is selected
-                for pod in pods:
-                    if not group.selects(pod.namespace, pod.labels):
-                        continue
-                    if group.node_filter:
-                        if matches is None:
-                            matches = filter_matches(group.node_filter, Requirements.from_labels(labels))
-                        if not matches:
-                            continue
-                    value = name if group.host else labels.get(group.key)
-                    if group.host:
-                        group.host_counts[node_index] += 1
-                    elif value is not None:
-                        group.add(value)
+        if not group.inverse and self._cluster_counts is not None:
+            per_node = self._cluster_counts(key, group)
+            if group.host:
+                group.host_counts[: len(per_node)] += per_node
+            else:
+                for i in np.flatnonzero(per_node).tolist():
+                    value = self._cluster[i][1].get(group.key)
+                    if value is not None:
+                        group.add(value, int(per_node[i]))
         return group
 
     def update(self, ps: PodState, first: bool = False) -> None:
