@@ -51,7 +51,7 @@ from controller.provisioning.controller import ProvisioningController, Provision
 from controller.provisioning.counter import CounterController
 from controller.provisioning.initialization import InitializationController
 from controller.scheduling.types import InstanceType
-from controller.settings import Settings
+from controller.settings import CLUSTER_NAME_REQUIRED, SIMULATED_CLUSTER_NAME, Settings
 from controller.settingswatch import SettingsWatch, cluster_info
 from controller.state.cluster import ClusterState
 from controller.state.informer import start_informers
@@ -129,7 +129,7 @@ def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
         return SimulatedCloudProvider(
             settings.simulated_db_path,
             clock,
-            cluster=settings.cluster_name,
+            cluster=settings.cluster_name or SIMULATED_CLUSTER_NAME,
             catalog=read_simulated_catalog(settings.simulated_catalog) if settings.simulated_catalog else None,
             reshape=not settings.simulated_catalog,
             node_label=settings.simulated_node_label,
@@ -269,6 +269,10 @@ def build(
         settings, raw_kube, recorder, clock, cloud, provisioning, queue, deprovisioning=deprovisioning
     )
     watch.reconcile()  # karpenter-global-settings before any other job acts
+    if settings.cloud_provider == "aws" and not watch.current.cluster_name.strip():
+        # Karpenter v0.31 does not start without aws.clusterName; karpy neither, saying where to set it
+        unread = "" if watch.read else " (karpenter-global-settings could not be read)"
+        raise ConfigError((watch.problem or CLUSTER_NAME_REQUIRED) + unread)
     insight.settings_problem = lambda: watch.problem  # the dashboard's banner
     jobs.insert(0, Job(watch, SETTINGS_SECONDS))
     return App(

@@ -19,6 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+SIMULATED_CLUSTER_NAME = "karpy"  # the simulated cloud's cluster when none is set (it needs no real one)
+CLUSTER_NAME_REQUIRED = (
+    "cluster-name: required with --cloud-provider aws (Karpenter's aws.clusterName): set --cluster-name, "
+    "KARPY_CLUSTER_NAME (chart controller.clusterName) or aws.clusterName in the karpenter-global-settings ConfigMap"
+)
+
 
 def _f(default: Any, help: str) -> Any:
     return field(default=default, metadata={"help": help})
@@ -44,7 +50,11 @@ class Settings:
     simulated_api_limits: bool = _f(
         True, "the simulated cloud refuses calls beyond EC2's per-action rates (RequestLimitExceeded)"
     )
-    cluster_name: str = _f("karpy", "cluster name; instances are tagged with it")
+    cluster_name: str = _f(
+        "",
+        "cluster name; instances are tagged with it. Required with --cloud-provider aws (here, KARPY_CLUSTER_NAME or "
+        "aws.clusterName of karpenter-global-settings); the simulated cloud uses karpy when none is set",
+    )
     aws_region: str = _f("", "AWS region (required with --cloud-provider aws; falls back to AWS_REGION)")
     aws_endpoint_url: str = _f("", "AWS endpoint URL override for every service (e.g. a moto server)")
     aws_cluster_endpoint: str = _f("", "the apiserver URL nodes bootstrap against (user data)")
@@ -184,6 +194,12 @@ class Settings:
             raise ValueError("batch-idle-seconds, batch-max-seconds: must be positive")
         if settings.batch_idle_seconds > settings.batch_max_seconds:
             raise ValueError("batch-idle-seconds: must not be longer than batch-max-seconds")
+
+    def require_cluster_name(self) -> None:
+        """Raises ValueError when the AWS provider would run without a cluster name: Karpenter v0.31
+        refuses to start without `aws.clusterName`, and karpy never tags instances with a made-up one."""
+        if self.cloud_provider == "aws" and not self.cluster_name.strip():
+            raise ValueError(CLUSTER_NAME_REQUIRED)
 
     def tags(self) -> dict[str, str]:
         """`aws_tags` as a mapping; raises ValueError naming the flag."""

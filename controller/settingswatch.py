@@ -10,7 +10,9 @@ and the change is logged with the fields that moved. A ConfigMap that does not p
 values cannot work, changes nothing: the last good settings stay, and the problem is logged,
 published as a `Warning` event `InvalidSettings` on the ConfigMap and kept in `problem` (the
 controller's `/api/v1/status` → the dashboard's banner) until a good version arrives. No
-ConfigMap means the defaults. An apiserver that cannot be reached keeps the current settings.
+ConfigMap means the defaults. An apiserver that cannot be reached keeps the current settings. With
+`--cloud-provider aws` a cluster name is required (Karpenter's `aws.clusterName`): effective settings
+without one are refused like an invalid ConfigMap, and `main.build` refuses to start without one.
 
 Discovery: with no Kubernetes version set (`--aws-kubernetes-version`), the apiserver's `/version`
 gives it (re-read every `VERSION_SECONDS`, so the AMIs' SSM paths follow an upgrade); with no
@@ -158,6 +160,7 @@ class SettingsWatch:
             new = self._with_endpoint(effective(base, parsed.values))
             try:
                 new.check()
+                new.require_cluster_name()
             except ValueError as err:
                 errors.append(str(err))
         if data != self._data and parsed.ignored:
@@ -177,9 +180,18 @@ class SettingsWatch:
             self._apply(old, new)
         return self.current
 
+    @property
+    def read(self) -> bool:
+        """Whether the ConfigMap (or its absence) has been read at least once."""
+        return self._data is not None
+
     def _report(self, meta: dict[str, Any], text: str) -> None:
         name, namespace = self.base.settings_configmap, self.base.settings_namespace
-        problem = f"configmap {namespace}/{name} is invalid, keeping the last good settings: {text}"
+        if meta:
+            problem = f"configmap {namespace}/{name} is invalid, keeping the last good settings: {text}"
+        else:  # no ConfigMap (or none configured), and the flags alone cannot work
+            where = f"configmap {namespace}/{name}" if name and namespace else "the ConfigMap"
+            problem = f"the settings cannot work without {where}, keeping the last good settings: {text}"
         if problem != self.problem:
             log.error("%s", problem)
         self.problem = problem

@@ -42,7 +42,7 @@ def ready_gauge() -> float | None:
 def aws_app(transport: FakeTransport) -> tuple[App, FakeKube, FakeClock]:
     clock = FakeClock()
     kube = FakeKube(clock)
-    settings = Settings(cloud_provider="aws", aws_region="us-east-1")
+    settings = Settings(cloud_provider="aws", aws_region="us-east-1", cluster_name="c")
     cloud = AWSCloudProvider(
         AWSApi(transport, sleep=lambda _: None),
         AWSSettings("us-east-1", "c"),

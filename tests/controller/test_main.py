@@ -149,16 +149,40 @@ def test_aws_provider_jobs_refresh_and_interruption(tmp_path: Path) -> None:
         aws_endpoint_url="http://127.0.0.1:9",
         aws_interruption_queue="q",
         aws_tags='{"team": "infra"}',
+        cluster_name="prod",
     )
     app = build(settings, kube=FakeKube(clock), clock=clock)
     assert app.cloud.name == "aws"
     names = [j.controller.name for j in app.jobs]
     assert "aws.refresh" in names and "interruption" in names
     assert app.cloud.settings.tags == {"team": "infra"}  # type: ignore[attr-defined]
+    assert app.cloud.settings.cluster_name == "prod"  # type: ignore[attr-defined]
     bad = tmp_path / "prices.json"
     bad.write_text("{}")
     with pytest.raises(ConfigError, match=r"prices\.json"):
         build(Settings(cloud_provider="aws", aws_region="us-east-1", aws_price_file=str(bad)), kube=FakeKube(clock))
+
+
+def test_the_aws_provider_refuses_to_start_without_a_cluster_name() -> None:
+    """Karpenter v0.31 requires aws.clusterName: no flag, no variable and no ConfigMap key is an error
+    saying where to set it, never a made-up name on the instances."""
+    clock = FakeClock()
+    aws = Settings(cloud_provider="aws", aws_region="us-east-1", aws_endpoint_url="http://127.0.0.1:9",
+                   settings_namespace="karpy")  # fmt: skip
+    kube = FakeKube(clock)
+    with pytest.raises(ConfigError, match=r"cluster-name: required with --cloud-provider aws .*aws\.clusterName"):
+        build(aws, kube=kube, clock=clock)
+    meta = {"name": "karpenter-global-settings", "namespace": "karpy"}
+    configmap = {"metadata": meta, "data": {"aws.clusterName": ""}}
+    kube.put(CONFIGMAPS, configmap)
+    with pytest.raises(ConfigError, match=r"aws\.clusterName: clusterName is required"):
+        build(aws, kube=kube, clock=clock)
+    kube.put(CONFIGMAPS, {**configmap, "data": {"aws.clusterName": "from-configmap"}})
+    app = build(aws, kube=kube, clock=clock)
+    assert app.cloud.settings.cluster_name == "from-configmap"  # type: ignore[attr-defined]
+    # the simulated cloud needs no real cluster: it runs as "karpy" when none is set
+    sim = build(Settings(), kube=FakeKube(clock), clock=clock)
+    assert sim.cloud.name == "simulated" and sim.settings.cluster_name == ""
 
 
 def test_aws_settings_need_a_region_and_valid_tags() -> None:

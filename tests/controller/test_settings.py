@@ -42,3 +42,17 @@ def test_bad_values_name_the_setting(env: dict[str, str], field: str) -> None:
 def test_an_unusable_ownership_tag_is_refused(value: str) -> None:
     with pytest.raises(ValueError, match="aws-ownership-tag"):
         Settings.from_args(parse(), environ={"KARPY_AWS_OWNERSHIP_TAG": value})
+
+
+def test_a_cluster_name_is_required_with_aws_only() -> None:
+    aws = Settings.from_args(parse("--cloud-provider", "aws", "--aws-region", "eu-west-1"), environ={})
+    assert aws.cluster_name == ""  # the ConfigMap may still give it: the watch and main decide
+    with pytest.raises(ValueError, match="cluster-name: required with --cloud-provider aws"):
+        aws.require_cluster_name()
+    blank = Settings.from_args(parse("--cloud-provider", "aws", "--cluster-name", " "), {"AWS_REGION": "x"})
+    with pytest.raises(ValueError, match="cluster-name: required"):
+        blank.require_cluster_name()
+    Settings.from_args(
+        parse("--cloud-provider", "aws", "--cluster-name", "p"), {"AWS_REGION": "x"}
+    ).require_cluster_name()
+    Settings.from_args(parse(), environ={}).require_cluster_name()  # the simulated cloud runs as karpy

@@ -36,9 +36,9 @@ class Setup:
 
 
 def test_without_a_configmap_the_defaults_and_what_the_apiserver_says() -> None:
-    s = Setup()
+    s = Setup(Settings(settings_namespace=NS, cloud_provider="aws", aws_region="us-west-2", cluster_name="flagged"))
     got = s.watch.reconcile()
-    assert got.cluster_name == "karpy" and got.batch_idle_seconds == 1.0
+    assert got.cluster_name == "flagged" and got.batch_idle_seconds == 1.0
     assert got.aws_kubernetes_version == "1.29"  # the AMIs follow the cluster's version
     assert (got.aws_cluster_endpoint, got.aws_cluster_ca_bundle) == s.endpoint
     assert len(s.applied) == 1 and s.watch.problem == ""
@@ -99,3 +99,24 @@ def test_cluster_info_and_versions() -> None:
     kube.put(CONFIGMAPS, configmap({"kubeconfig": kubeconfig}, "cluster-info", "kube-public"))
     assert cluster_info(kube) == ("https://10.0.0.1:6443", "Q0E=")
     assert minor_version("v1.29.3-eks-1234") == "1.29" and minor_version("garbage") == ""
+
+
+def test_the_aws_provider_never_runs_without_a_cluster_name() -> None:
+    """Karpenter's aws.clusterName is required: settings without one are refused like an invalid
+    ConfigMap (an event, the problem on the banner), and removing it later keeps the last name."""
+    s = Setup()  # aws, no --cluster-name
+    s.watch.reconcile()
+    assert s.applied == [] and s.watch.current.cluster_name == ""
+    assert "without configmap karpy/karpenter-global-settings" in s.watch.problem
+    assert "cluster-name: required with --cloud-provider aws" in s.watch.problem
+    s.kube.put(CONFIGMAPS, configmap({"aws.clusterName": ""}))
+    s.watch.reconcile()
+    assert "is invalid" in s.watch.problem and "aws.clusterName: clusterName is required" in s.watch.problem
+    s.kube.put(CONFIGMAPS, configmap({"aws.clusterName": "prod"}))
+    assert s.watch.reconcile().cluster_name == "prod" and s.watch.problem == ""
+    s.kube.put(CONFIGMAPS, configmap({"batchIdleDuration": "2s"}))  # the key removed, no flag
+    kept = s.watch.reconcile()
+    assert kept.cluster_name == "prod" and kept.batch_idle_seconds == 1.0
+    assert "cluster-name: required" in s.watch.problem
+    messages = [e["message"] for e in s.events()]  # the last repeats the first: de-duplicated
+    assert len(messages) == 2 and messages[0].startswith("cluster-name: required") and "clusterName" in messages[1]

@@ -14,6 +14,9 @@ template are collected.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,8 @@ from tests.controller.cloudprovider.aws.test_provider_moto import karpenter_inst
 from tests.e2e.env import FAST, Controller, KarpyEnv
 from tests.support.moto import REGION, MotoServer
 from tests.support.poll import until
+
+REPO = Path(__file__).resolve().parents[3]
 
 pytestmark = pytest.mark.e2e
 
@@ -243,6 +248,32 @@ def put_settings(karpy: KarpyEnv, data: dict[str, str]) -> None:
 def instance_tags_of(moto: MotoServer, provider_id: str) -> dict[str, str]:
     found = moto.client("ec2").describe_instances(InstanceIds=[provider_id.rsplit("/", 1)[-1]])
     return {t["Key"]: t["Value"] for t in found["Reservations"][0]["Instances"][0].get("Tags") or []}
+
+
+def test_the_aws_controller_refuses_to_start_without_a_cluster_name(karpy: KarpyEnv, moto_server: MotoServer) -> None:
+    """Karpenter v0.31 requires aws.clusterName: with no flag, no variable and no ConfigMap key the
+    controller exits 2 saying where to set it, having launched nothing; the ConfigMap's key starts it."""
+    argv = [
+        sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(karpy.cluster.kubeconfig),
+        "--cloud-provider", "aws", "--aws-region", REGION, "--aws-endpoint-url", moto_server.url,
+        "--settings-namespace", karpy.namespace, "--log-format", "text", "--http-port", "0",
+        "--leader-election-name", karpy.lease,
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "KARPY_CLUSTER_NAME"}
+    refused = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "cluster-name: required with --cloud-provider aws" in refused.stderr
+    assert "aws.clusterName in the karpenter-global-settings ConfigMap" in refused.stderr
+    assert not moto_server.client("ec2").describe_instances()["Reservations"]
+    put_settings(karpy, {"aws.clusterName": ""})
+    refused = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+    assert refused.returncode == 2 and "aws.clusterName: clusterName is required" in refused.stderr
+    put_settings(karpy, {"aws.clusterName": "from-configmap"})
+    ctrl = karpy.start(
+        "replica-a", "--cloud-provider", "aws", "--aws-region", REGION, "--aws-endpoint-url", moto_server.url,
+        "--settings-namespace", karpy.namespace, "--cluster-name", "",  # the env's own name unset again
+    )  # fmt: skip
+    assert "cluster_name='from-configmap'" in Path(ctrl.proc.log).read_text()
 
 
 def test_karpenter_global_settings_change_a_running_controller(
