@@ -6,7 +6,8 @@ informers, the HTTP server (`httpserver.py`), leader election and one APSchedule
 controller (`max_instances=1, coalesce=True`, job id = the controller's `name`), then waits for
 SIGTERM/SIGINT. Only the Lease holder's jobs act (every replica keeps its state warm). Shutdown
 never stops mid-action: the scheduler is shut down with `wait=True`, so a running
-`reconcile()` finishes, then the Lease is released so a standby takes over at once.
+`reconcile()` finishes, the savings ledger stores what it owes, then the Lease is released so a
+standby takes over at once.
 """
 
 from __future__ import annotations
@@ -391,6 +392,18 @@ def job_body(app: App, controller: Reconciler, needs_cloud: bool = False) -> Cal
     return body
 
 
+def store_savings_before_hand_over(app: App) -> None:
+    """The leader's last savings pass before it lets the Lease go: what its deprovisioning carried
+    out since the ledger's last pass (up to a job interval) is stored, not lost at a graceful leader
+    change. A failure is logged; the Lease is released anyway."""
+    if not app.is_leader():
+        return
+    try:
+        app.savings.reconcile()
+    except Exception:
+        log.exception("storing savings before releasing the lease", extra={"controller": app.savings.name})
+
+
 def run(settings: Settings) -> int:
     logs.setup(settings.log_format, settings.log_level)
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
@@ -446,6 +459,7 @@ def run(settings: Settings) -> int:
     scheduler.start()
     app.stop.wait()
     scheduler.shutdown(wait=True)  # running reconciles finish: never stop mid-action
+    store_savings_before_hand_over(app)
     if app.elector is not None:
         app.elector.release()
     app.provisioning.close()

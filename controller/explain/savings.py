@@ -5,8 +5,12 @@ deprovisioning commands the decision log says were carried out (`deprovisioning/
 hourly prices before and after) and not failed since, and keeps them in a ConfigMap
 (`--savings-configmap`, in the leader-election namespace; created when missing, updated with its
 resourceVersion, a conflict re-read on the next pass), so they survive a restart and a leader
-change — the new leader reads the ConfigMap first. Entries older than `RETENTION_SECONDS` are
-dropped, at most `MAX_ENTRIES` kept.
+change — a replica that starts leading (first, or again after another led) reads the ConfigMap
+first, and a leader shutting down stores what it owes before it lets the Lease go (`main.run`).
+The answer says `persisted: true` only when every command it counts is in the ConfigMap: a
+command counted from the decision log is not stored until that pass's write succeeds (a leader
+killed before then loses it). Entries older than `RETENTION_SECONDS` are dropped, at most
+`MAX_ENTRIES` kept.
 
 `summary(entries, now)` is pure: the hourly rate saved (Σ before − after), and the dollars saved
 over the last day and week (each command saves its rate from when it ran). Neighbours:
@@ -117,6 +121,7 @@ class SavingsLedger:
         self._entries: dict[tuple[float, tuple[str, ...]], Entry] = {}
         self._loaded = False
         self._dirty = False  # a write is owed (a change not stored yet, e.g. after a conflict)
+        self._stored: frozenset[tuple[float, tuple[str, ...]]] = frozenset()  # the entries the ConfigMap holds
         self._version = ""
         self._meta: dict[str, Any] = {}  # labels and annotations as read (Helm's stay on the object)
         self._last_pass = float("-inf")  # when reconcile() last ran (only the leader runs it)
@@ -127,7 +132,8 @@ class SavingsLedger:
             return list(self._entries.values())
 
     def answer(self) -> dict[str, Any]:
-        """The summary; a standby (no pass for `STALE_SECONDS`) first reads what the leader stored."""
+        """The summary; a standby (no pass for `STALE_SECONDS`) first reads what the leader stored.
+        `persisted`: every command counted is in the ConfigMap (as last read or written)."""
         now = self._clock.now()
         if now - self._last_pass > STALE_SECONDS and now - self._last_read > STALE_SECONDS:
             self._last_read = now
@@ -135,7 +141,10 @@ class SavingsLedger:
                 self._read()
             except KubeError as err:
                 log.debug("reading savings from configmap %s/%s: %s", self.namespace, self.configmap, err)
-        return {**summary(self.entries(), self._clock.now()), "persisted": self._loaded,
+        with self._lock:
+            entries = list(self._entries.values())
+            persisted = self._loaded and self._entries.keys() <= self._stored
+        return {**summary(entries, self._clock.now()), "persisted": persisted,
                 "configMap": f"{self.namespace}/{self.configmap}"}  # fmt: skip
 
     def _read(self) -> None:
@@ -143,6 +152,8 @@ class SavingsLedger:
             obj = self._kube.get(CONFIGMAPS, self.configmap, self.namespace)
         except NotFoundError:
             self._version = ""
+            with self._lock:
+                self._stored = frozenset()
             self._loaded = True
             return
         meta = obj.get("metadata") or {}
@@ -156,13 +167,17 @@ class SavingsLedger:
         found = [e for e in (Entry.from_json(x) for x in stored if isinstance(x, Mapping)) if e is not None]
         with self._lock:
             self._entries.update({e.key: e for e in found})
+            self._stored = frozenset(e.key for e in found)
+            self._dirty = self._dirty or self._entries.keys() != self._stored
         self._loaded = True
 
     def reconcile(self) -> None:
-        """Load the ConfigMap once (again after a conflict), add the new commands, write if changed."""
+        """Load the ConfigMap when starting to lead (again after a conflict, or after another replica
+        led meanwhile), add the new commands, write if changed."""
         now = self._clock.now()
+        resumed = now - self._last_pass > STALE_SECONDS  # first pass, or leading again after a gap
         self._last_pass = now
-        if not self._loaded:
+        if not self._loaded or resumed:
             self._read()
         fresh, failures = carried_out(self._decisions.recent(1000))
         with self._lock:
@@ -173,10 +188,11 @@ class SavingsLedger:
             self._entries = {e.key: e for e in keep}
             self._dirty = self._dirty or self._entries != before
             body = json.dumps([e.to_json() for e in keep])
+            written = frozenset(self._entries)
         if self._dirty or not self._version:
-            self._write(body)
+            self._write(body, written)
 
-    def _write(self, body: str) -> None:
+    def _write(self, body: str, written: frozenset[tuple[float, tuple[str, ...]]]) -> None:
         obj: dict[str, Any] = {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"labels": {"app.kubernetes.io/part-of": "karpy"}, **self._meta,
@@ -198,4 +214,6 @@ class SavingsLedger:
         meta = done.get("metadata") or {}
         self._version = str(meta.get("resourceVersion") or "")
         self._meta = {k: meta[k] for k in ("labels", "annotations") if isinstance(meta.get(k), dict)}
-        self._dirty = False
+        with self._lock:
+            self._stored = written
+            self._dirty = False

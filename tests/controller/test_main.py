@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -14,10 +15,11 @@ from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.errors import CloudProviderError
 from controller.core.requirements import Requirements
+from controller.decisions import Decision
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.kube.errors import KubeError
 from controller.kube.resources import CONFIGMAPS, NODES
-from controller.main import ConfigError, build, job_body
+from controller.main import ConfigError, build, job_body, store_savings_before_hand_over
 from controller.settings import Settings
 from tests.builders.wire import make_node
 from tests.fakes.cloudprovider import FakeCloudProvider
@@ -122,6 +124,23 @@ def test_jobs_act_only_while_leading() -> None:
     app.stop.set()
     body()
     assert rec.calls == 1  # shutting down: no new action starts
+
+
+def test_a_leader_shutting_down_stores_the_savings_it_owes_before_letting_the_lease_go() -> None:
+    clock = FakeClock()
+    kube = FakeKube(clock)
+    app = build(Settings(), kube=kube, cloud=FakeCloudProvider(clock=clock), clock=clock)
+    carried_out = Decision("deprovisioning", "consolidation/delete", "node/a", "consolidation: delete",
+                           price_before=0.4, price_after=0.0, time=clock.now(), extra={"nodes": ["a"]})  # fmt: skip
+    app.decisions.record(carried_out)
+    store_savings_before_hand_over(app)  # not leading: a standby writes nothing
+    assert kube.find(CONFIGMAPS, app.savings.configmap, app.savings.namespace) is None
+    assert app.elector is not None and app.elector.step()
+    app.stop.set()  # shutting down: the job itself would no longer run
+    store_savings_before_hand_over(app)
+    stored = kube.get(CONFIGMAPS, app.savings.configmap, app.savings.namespace)["data"]["savings.json"]
+    assert [e["nodes"] for e in json.loads(stored)] == [["a"]]
+    assert app.savings.answer()["persisted"] is True
 
 
 def test_a_jobs_cloud_calls_are_timed_under_its_name() -> None:
