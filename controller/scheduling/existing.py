@@ -17,8 +17,8 @@ its nodes' counts by index. The rows of a subset are the same values, in the sam
 subset's own set-up, and `install` is the one way rows enter a solve, so the results are the
 same (checked solve by solve over random fleets in `tests/controller/scheduling/test_existing.py`).
 The source is not used — the subset is set up alone — when a node is not the source's own
-object (e.g. `volumes.py` gave it attach limits) or one of its bound pods is in the batch (its
-usage then leaves that pod out).
+object or one of its bound pods is in the batch (its usage then leaves that pod out); nodes that
+`volumes.py` gives attach limits are drawn from a source of the same nodes with limits.
 """
 
 from __future__ import annotations

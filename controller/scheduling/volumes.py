@@ -21,13 +21,15 @@ ORed volume terms multiplying out, so preference relaxation cannot drop them. At
 (`usage`: CSI driver → distinct claims) become a per-driver scheduler resource
 (`ATTACH_PREFIX + driver`) for the time of one `schedule()` call (`prepare` / `finish`): existing
 nodes offer their CSINode `allocatable.count` less the claims of their pods, new nodes their
-instance type's `volume_limits`; an unknown limit is no limit, as in kube-scheduler.
+instance type's `volume_limits`; an unknown limit is no limit, as in kube-scheduler. Nodes drawn
+from a `NodeSource` are given theirs once per source (`_LIMITED`), and drawn from it still.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -40,6 +42,7 @@ from controller.scheduling.types import (
     InstanceType,
     Launch,
     NewNode,
+    NodeSource,
     PodRequest,
     SchedulingInput,
     SchedulingResult,
@@ -286,7 +289,7 @@ def prepare(inp: SchedulingInput) -> Prepared:
     if not drivers:
         return Prepared(dataclasses.replace(inp, pods=pods), blocked, constraints, {}, changed)
     keys = tuple(sorted(drivers))
-    nodes = [_node_with_limits(n, keys, objects) for n in inp.nodes]
+    nodes, source = _nodes_with_limits(inp, keys, objects)
     originals: dict[int, InstanceType] = {}
 
     def extend(types: Sequence[InstanceType]) -> list[InstanceType]:
@@ -299,8 +302,38 @@ def prepare(inp: SchedulingInput) -> Prepared:
 
     catalog = inp.instance_types
     types = {k: extend(v) for k, v in catalog.items()} if isinstance(catalog, Mapping) else extend(catalog)
-    inp = dataclasses.replace(inp, pods=pods, nodes=nodes, instance_types=types)
+    inp = dataclasses.replace(inp, pods=pods, nodes=nodes, instance_types=types, node_source=source)
     return Prepared(inp, blocked, constraints, originals, changed)
+
+
+Limited = tuple[VolumeObjects, NodeSource, dict[int, tuple[StateNode, StateNode]]]
+_LIMITED: weakref.WeakKeyDictionary[NodeSource, dict[tuple[str, ...], Limited]] = weakref.WeakKeyDictionary()
+"""Per node source and drivers: its nodes with their attach limits, as a source of their own (a
+cache of a pure function: the same objects for every solve of a pass)."""
+
+
+def _nodes_with_limits(
+    inp: SchedulingInput, drivers: tuple[str, ...], objects: VolumeObjects
+) -> tuple[list[StateNode], NodeSource | None]:
+    """`inp.nodes` offering their attach limits, and the source they are now drawn from: when
+    they are the input's source's own nodes, the same nodes of that source with limits, so the
+    solve still takes their set-up from a source (`existing.py`); else None."""
+    source = inp.node_source
+    if source is None:
+        return [_node_with_limits(n, drivers, objects) for n in inp.nodes], None
+    memo = _LIMITED.setdefault(source, {})
+    found = memo.get(drivers)
+    if found is None or found[0] is not objects:
+        pairs = {id(n): (n, _node_with_limits(n, drivers, objects)) for n in source.nodes}
+        found = memo[drivers] = (objects, NodeSource(tuple(limited for _, limited in pairs.values())), pairs)
+    _, limited_source, pairs = found
+    nodes = []
+    for node in inp.nodes:
+        pair = pairs.get(id(node))
+        if pair is None or pair[0] is not node:
+            return [_node_with_limits(n, drivers, objects) for n in inp.nodes], None
+        nodes.append(pair[1])
+    return nodes, limited_source
 
 
 def _node_with_limits(node: StateNode, drivers: Sequence[str], objects: VolumeObjects) -> StateNode:

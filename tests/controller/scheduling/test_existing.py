@@ -41,7 +41,7 @@ from tests.builders.scheduling import (
     spread,
     term,
 )
-from tests.builders.volumes import claim, objects, storage_class, volume, with_claims, zone_affinity
+from tests.builders.volumes import claim, csinode, objects, storage_class, volume, with_claims, zone_affinity
 
 APPS = ("web", "db", "cache")
 TAINT = Taint("dedicated", "NoSchedule", "batch")
@@ -126,7 +126,8 @@ def random_fleet(seed: int) -> Fleet:
     pending = [random_pod(rng, f"pending-{k}", claims, pvs) for k in range(rng.randint(0, 4))]
     if rng.random() < 0.3:
         pending.append(make_pod("pinned", required=[[req(L.ZONE, "In", ZONES[0])]]))
-    vols = objects(claims=claims, volumes=pvs, classes=[storage_class()])
+    limits = [csinode(n.name, rng.randint(1, 3)) for n in nodes if rng.random() < 0.5]
+    vols = objects(claims=claims, volumes=pvs, classes=[storage_class()], csinodes=limits)
     return Fleet(nodes, pending, provisioners, daemonsets, vols)
 
 
@@ -207,6 +208,32 @@ def test_a_sweep_sets_the_source_up_once(monkeypatch: pytest.MonkeyPatch) -> Non
     for node in nodes:
         solve(fleet, [node], source)
     assert built == [20]  # the whole source once, no node set up again
+
+
+def test_a_sweep_over_nodes_with_volumes_sets_the_source_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attach limits `volumes.py` gives the nodes are given to the source's nodes once, and
+    the solves still draw from it."""
+    built: list[int] = []
+    build = existing.Rows.build
+
+    def counting(nodes: Sequence[StateNode], context: existing.Context, batch_keys: set[str]) -> existing.Rows:
+        built.append(len(nodes))
+        return build(nodes, context, batch_keys)
+
+    monkeypatch.setattr(existing.Rows, "build", staticmethod(counting))
+    claims, pvs, nodes = [], [], []
+    for i in range(10):
+        pod = with_claims(make_pod(f"p{i}", cpu="1", node_name=f"n{i}"), f"c{i}")
+        claims.append(claim(f"c{i}", volume=f"v{i}"))
+        pvs.append(volume(f"v{i}", terms=zone_affinity("test-zone-a"), claim_ref=("default", f"c{i}")))
+        nodes.append(make_node(f"n{i}", bound=[pod]))
+    vols = objects(claims=claims, volumes=pvs, classes=[storage_class()], csinodes=[csinode("n0", 1)])
+    fleet = Fleet(nodes, [], [make_provisioner()], [], vols)
+    source = NodeSource(tuple(nodes))
+    for node in nodes:
+        assert summary(solve(fleet, [node], source)) == summary(solve(fleet, [node], None))
+    assert built.count(10) == 1  # the source once; each solve alone sets up its 9 nodes
+    assert built.count(9) == 10
 
 
 def test_nodes_not_from_the_source_or_a_batch_pod_bound_in_it_are_set_up_alone() -> None:
