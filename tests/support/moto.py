@@ -7,6 +7,7 @@ empty account; `stop()` ends the process. Credentials are dummies: moto accepts 
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import urllib.request
@@ -56,3 +57,21 @@ class MotoServer:
 
     def stop(self) -> None:
         stop(self.proc)
+
+
+@functools.cache
+def _ec2_instance_types() -> dict[str, Any]:
+    import gzip
+    import json
+
+    import moto.ec2
+
+    with gzip.open(Path(moto.ec2.__file__).parent / "resources" / "instance_types.json.gz", "rt") as f:
+        found: dict[str, Any] = json.load(f)
+    return found
+
+
+def ec2_instance_type(name: str) -> dict[str, Any]:
+    """One DescribeInstanceTypes entry as moto serves it (its copy of EC2's real answers), for
+    tests at the adapter seam that need a real shape (GPUs, Neuron devices, architectures)."""
+    return dict(_ec2_instance_types()[name])

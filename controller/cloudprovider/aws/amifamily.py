@@ -98,9 +98,22 @@ def volume_gib(mapping: Mapping[str, Any]) -> int | None:
 
 
 def ssm_parameters(family: str, k8s_version: str, arch: str, gpu: bool) -> Sequence[str]:
-    """The public SSM parameters naming the EKS optimized AMI (empty for Custom)."""
+    """The public SSM parameters naming the EKS optimized AMI of a type's architecture, `gpu` for
+    an accelerated type (GPUs or AWS Neuron accelerators); empty when the family has none for it.
+
+    As Karpenter v0.31's `DefaultAMIs` (`pkg/providers/amifamily/{al2,bottlerocket,ubuntu}.go`):
+    AL2 boots accelerated x86 types from `amazon-linux-2-gpu` and has no AMI for accelerated arm64
+    types (e.g. g5g); Bottlerocket boots accelerated types of both architectures — NVIDIA GPUs and
+    Neuron (inf, trn) alike — from its `aws-k8s-<version>-nvidia` variant; Ubuntu has one AMI per
+    architecture for every type; Custom names none (its `amiSelector` decides)."""
     if family == AL2:
-        suffix = "-arm64" if arch == "arm64" else ("-gpu" if gpu else "")
+        if arch == "arm64":
+            return (
+                ()
+                if gpu
+                else (f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2-arm64/recommended/image_id",)
+            )
+        suffix = "-gpu" if gpu else ""
         return (f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2{suffix}/recommended/image_id",)
     if family == BOTTLEROCKET:
         variant = f"aws-k8s-{k8s_version}" + ("-nvidia" if gpu else "")

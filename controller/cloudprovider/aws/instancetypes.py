@@ -130,7 +130,7 @@ def labels_of(info: Mapping[str, Any], region: str) -> dict[str, str]:
             labels[f"{L.AWS_INSTANCE_PREFIX}-{kind}-manufacturer"] = _lower(str(gpu.get("Manufacturer", "")))
             labels[f"{L.AWS_INSTANCE_PREFIX}-{kind}-count"] = str(gpu.get("Count", 0))
             labels[f"{L.AWS_INSTANCE_PREFIX}-{kind}-memory"] = str((gpu.get("MemoryInfo") or {}).get("SizeInMiB", 0))
-    accelerators = (info.get("InferenceAcceleratorInfo") or {}).get("Accelerators") or []
+    accelerators = neuron_devices(info)
     if len(accelerators) == 1:
         acc = accelerators[0]
         labels[L.INSTANCE_ACCELERATOR_NAME] = _lower(str(acc.get("Name", "")))
@@ -139,15 +139,25 @@ def labels_of(info: Mapping[str, Any], region: str) -> dict[str, str]:
     return labels
 
 
+def neuron_devices(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A type's AWS Neuron devices (Inferentia, Trainium): `InferenceAcceleratorInfo` as Karpenter
+    v0.31 reads it (inf1, inf2), else `NeuronInfo`, where EC2 describes Trainium (trn1, trn2), which
+    v0.31 could only know from a table of trn1 sizes: without it a trn1 offers no neuron resource
+    and boots the plain AMI."""
+    accelerators = (info.get("InferenceAcceleratorInfo") or {}).get("Accelerators") or []
+    if accelerators:
+        return [a for a in accelerators if isinstance(a, Mapping)]
+    devices = (info.get("NeuronInfo") or {}).get("NeuronDevices") or []
+    return [{**d, "Manufacturer": d.get("Manufacturer", "AWS")} for d in devices if isinstance(d, Mapping)]
+
+
 def extended_resources(info: Mapping[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for gpu in (info.get("GpuInfo") or {}).get("Gpus") or []:
         resource = GPU_RESOURCES.get(str(gpu.get("Manufacturer", "")).lower())
         if resource:
             out[resource] = out.get(resource, 0) + int(gpu.get("Count") or 0)
-    neuron = sum(
-        int(a.get("Count") or 0) for a in (info.get("InferenceAcceleratorInfo") or {}).get("Accelerators") or []
-    )
+    neuron = sum(int(a.get("Count") or 0) for a in neuron_devices(info))
     if neuron:
         out[NEURON] = neuron
     return out

@@ -1,5 +1,5 @@
 """EC2 instance-type entries → karpy's instance types (`controller/cloudprovider/aws/instancetypes.py`):
-the EBS attachment limit a new node offers the scheduler."""
+the EBS attachment limit a new node offers the scheduler, GPUs and AWS Neuron devices."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from controller.cloudprovider.aws.instancetypes import EBS_DRIVER, ebs_attach_limit, instance_type
+from controller.cloudprovider.aws.instancetypes import EBS_DRIVER, NEURON, ebs_attach_limit, instance_type
 from controller.cloudprovider.aws.pricing import Prices
+from controller.core import labels as L
+from tests.support.moto import ec2_instance_type
 
 
 def info(name: str = "m5.large", hypervisor: str = "nitro", **extra: Any) -> dict[str, Any]:
@@ -42,3 +44,28 @@ def test_the_ebs_attachment_limit_as_aws_documents_it(entry: dict[str, Any], lim
 
 def test_a_limit_never_goes_below_zero() -> None:
     assert ebs_attach_limit("nitro", nvme_disks=40) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "neuron", "accelerator"),
+    [
+        ("inf1.xlarge", 1, "inferentia"),  # InferenceAcceleratorInfo, as Karpenter v0.31 reads it
+        ("inf2.48xlarge", 12, "inferentia2"),
+        ("trn1.2xlarge", 1, "trainium"),  # NeuronInfo only: what EC2 says of Trainium
+        ("trn1n.32xlarge", 16, "trainium"),
+        ("trn2.48xlarge", 16, "trainium2"),
+    ],
+)
+def test_neuron_devices_from_ec2s_own_description(name: str, neuron: int, accelerator: str) -> None:
+    it = instance_type(ec2_instance_type(name), "us-east-1", ["us-east-1a"], Prices("us-east-1"))
+    assert it.capacity[NEURON] == neuron and it.allocatable[NEURON] == neuron
+    assert it.labels[L.INSTANCE_ACCELERATOR_NAME] == accelerator
+    assert it.labels[L.INSTANCE_ACCELERATOR_MANUFACTURER] == "aws"
+    assert it.labels[L.INSTANCE_ACCELERATOR_COUNT] == str(neuron)
+    assert "nvidia.com/gpu" not in it.capacity
+
+
+def test_gpus_are_no_neuron_devices() -> None:
+    it = instance_type(ec2_instance_type("g5g.xlarge"), "us-east-1", ["us-east-1a"], Prices("us-east-1"))
+    assert it.capacity["nvidia.com/gpu"] == 1 and NEURON not in it.capacity
+    assert it.labels[L.INSTANCE_GPU_NAME] == "t4g" and it.labels[L.ARCH] == "arm64"

@@ -14,10 +14,11 @@ from controller.clock import FakeClock
 from controller.cloudprovider.aws.api import ApiError, AWSApi, AWSError
 from controller.cloudprovider.aws.pricing import Prices
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
-from controller.cloudprovider.errors import InsufficientCapacityError, ThrottledError
+from controller.cloudprovider.errors import CloudProviderError, InsufficientCapacityError, ThrottledError
 from controller.core import labels as L
 from tests.controller.cloudprovider.aws.builders import make_request
 from tests.fakes.aws import FakeTransport, product
+from tests.support.moto import ec2_instance_type
 
 PRICES = {"onDemand": {"us-east-1": {"m5.large": 0.096, "c5.large": 0.085, "m5.xlarge": 0.192}}}
 TEMPLATE = AWSNodeTemplate.from_wire(
@@ -187,6 +188,88 @@ def test_amis_from_the_eks_ssm_parameters() -> None:
     provider.create(make_request(types, ["m5.large"], template))
     (lt,) = transport.launch_templates.values()
     assert lt["Data"]["ImageId"] == "ami-amd"
+
+
+ACCELERATED = {
+    # type → (architecture, accelerated: GPUs or Neuron)
+    "m5.large": ("x86_64", False),
+    "g4dn.xlarge": ("x86_64", True),  # NVIDIA
+    "inf1.xlarge": ("x86_64", True),  # Inferentia (InferenceAcceleratorInfo)
+    "trn1.2xlarge": ("x86_64", True),  # Trainium (NeuronInfo)
+    "m6g.large": ("arm64", False),
+    "g5g.xlarge": ("arm64", True),  # NVIDIA on Graviton
+}
+
+
+def accelerated_provider(family: str) -> tuple[FakeTransport, AWSCloudProvider, AWSNodeTemplate]:
+    transport, provider, _, _ = make(kubernetes_version="1.27")
+    transport.instance_types = [ec2_instance_type(name) for name in ACCELERATED]
+    provider.prices = Prices("us-east-1", {"onDemand": {"us-east-1": dict.fromkeys(ACCELERATED, 1.0)}})
+    transport.parameters = {
+        "/aws/service/bottlerocket/aws-k8s-1.27/x86_64/latest/image_id": "ami-br-x86",
+        "/aws/service/bottlerocket/aws-k8s-1.27-nvidia/x86_64/latest/image_id": "ami-br-nvidia-x86",
+        "/aws/service/bottlerocket/aws-k8s-1.27/arm64/latest/image_id": "ami-br-arm",
+        "/aws/service/bottlerocket/aws-k8s-1.27-nvidia/arm64/latest/image_id": "ami-br-nvidia-arm",
+        "/aws/service/eks/optimized-ami/1.27/amazon-linux-2/recommended/image_id": "ami-al2",
+        "/aws/service/eks/optimized-ami/1.27/amazon-linux-2-gpu/recommended/image_id": "ami-al2-gpu",
+        "/aws/service/eks/optimized-ami/1.27/amazon-linux-2-arm64/recommended/image_id": "ami-al2-arm",
+    }
+    template = AWSNodeTemplate.from_wire({
+        "metadata": {"name": family.lower()},
+        "spec": {"amiFamily": family, "subnetSelector": {"a": "b"}, "securityGroupSelector": {"a": "b"}},
+    })  # fmt: skip
+    return transport, provider, template
+
+
+def launched_image(transport: FakeTransport, provider: AWSCloudProvider, template: AWSNodeTemplate, name: str) -> str:
+    types = provider.get_instance_types(None, template)
+    instance = provider.create(make_request(types, [name], template, [L.CAPACITY_TYPE_ON_DEMAND]))
+    assert instance.instance_type == name
+    (fleet,) = transport.named("create_fleet")[-1:]
+    (config,) = fleet["LaunchTemplateConfigs"]
+    lt = transport.launch_templates[config["LaunchTemplateSpecification"]["LaunchTemplateName"]]
+    return str(lt["Data"]["ImageId"])
+
+
+@pytest.mark.parametrize(
+    ("name", "image"),
+    [
+        ("m5.large", "ami-br-x86"),
+        ("g4dn.xlarge", "ami-br-nvidia-x86"),
+        ("inf1.xlarge", "ami-br-nvidia-x86"),  # Karpenter v0.31: accelerator count → the nvidia variant
+        ("trn1.2xlarge", "ami-br-nvidia-x86"),
+        ("m6g.large", "ami-br-arm"),
+        ("g5g.xlarge", "ami-br-nvidia-arm"),
+    ],
+)
+def test_bottlerocket_boots_gpu_and_neuron_types_from_its_nvidia_variant(name: str, image: str) -> None:
+    transport, provider, template = accelerated_provider("Bottlerocket")
+    assert launched_image(transport, provider, template, name) == image
+
+
+@pytest.mark.parametrize(
+    ("name", "image"),
+    [
+        ("m5.large", "ami-al2"),
+        ("g4dn.xlarge", "ami-al2-gpu"),
+        ("inf1.xlarge", "ami-al2-gpu"),
+        ("trn1.2xlarge", "ami-al2-gpu"),
+        ("m6g.large", "ami-al2-arm"),
+    ],
+)
+def test_al2_boots_accelerated_x86_types_from_its_gpu_ami(name: str, image: str) -> None:
+    transport, provider, template = accelerated_provider("AL2")
+    assert launched_image(transport, provider, template, name) == image
+
+
+def test_al2_has_no_ami_for_accelerated_arm64_types() -> None:
+    """Karpenter v0.31's AL2 family offers amazon-linux-2-arm64 to arm64 types without GPUs only:
+    a g5g is never booted without its NVIDIA driver."""
+    transport, provider, template = accelerated_provider("AL2")
+    types = provider.get_instance_types(None, template)
+    with pytest.raises(CloudProviderError, match="no instance types satisfy requirements of amis"):
+        provider.create(make_request(types, ["g5g.xlarge"], template, [L.CAPACITY_TYPE_ON_DEMAND]))
+    assert transport.named("create_fleet") == []
 
 
 def test_types_dearer_than_the_cheapest_on_demand_offering_are_left_out_of_a_spot_fleet() -> None:
