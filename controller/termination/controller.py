@@ -6,7 +6,9 @@
 pods `terminator.drain_plan` names through the Eviction API, each with its own backoff
 (100 ms doubling to 10 s); an HTTP 429 (a PodDisruptionBudget forbids it now) is a
 `FailedDraining` event and a retry; do-not-evict pods are waited for; (3) when drained,
-`cloudprovider.delete` (already gone is fine); (4) remove the finalizer (a 409 means requeue).
+`cloudprovider.delete` (already gone is fine) — the instances of every node drained in a pass
+at once, so the provider can merge them into one TerminateInstances; (4) remove the finalizer
+(a 409 means requeue).
 If the instance is already gone while pods remain, the finalizer is removed at once. Every step
 is idempotent, so a controller killed at any point resumes where it stopped.
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +40,7 @@ from controller.termination.terminator import DrainPlan, drain_plan
 log = logging.getLogger(__name__)
 
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 10.0
+TERMINATE_WORKERS = 32
 
 
 @dataclass
@@ -63,26 +68,42 @@ class TerminationController:
         self.state, self.kube, self.cloud, self.clock = state, kube, cloud, clock
         self.recorder, self.decisions = recorder, decisions
         self._backoff: dict[str, tuple[float, float]] = {}  # pod key -> (next try, delay)
+        self._terminations = ThreadPoolExecutor(TERMINATE_WORKERS, thread_name_prefix="terminate")
 
     def reconcile(self) -> TerminationPass:
         outcome = TerminationPass()
         snap = self.state.snapshot()
         if not snap.synced:
             return outcome
+        ready: list[NodeView] = []
         for node in sorted(snap.nodes.values(), key=lambda n: n.name):
             if node.deleting and L.TERMINATION_FINALIZER in node.finalizers and not node.in_flight:
                 try:
-                    self._terminate(node, snap.now, outcome)
+                    if self._drained(node, snap.now, outcome):
+                        ready.append(node)
                 except ConflictError:
                     continue  # someone changed the node first: next tick
                 except (KubeError, OSError) as err:
                     log.warning("terminating node %s: %s", node.name, err)
+        # every drained node's instance at once, so the provider can merge them into one call
+        # (TerminateInstances, `cloudprovider/batcher.py`); the finalizers then go in node order
+        gone = list(self._terminations.map(lambda n: copy_context().run(self._terminate_instance, n), ready))
+        for node, done in zip(ready, gone, strict=True):
+            if not done:
+                continue
+            try:
+                self._remove_finalizer(node, snap.now, outcome)
+            except ConflictError:
+                continue
+            except (KubeError, OSError) as err:
+                log.warning("terminating node %s: %s", node.name, err)
         live = {p.key for n in snap.nodes.values() if n.deleting for p in n.pods}
         for key in [k for k in self._backoff if k not in live]:
             del self._backoff[key]
         return outcome
 
-    def _terminate(self, node: NodeView, now: float, outcome: TerminationPass) -> None:
+    def _drained(self, node: NodeView, now: float, outcome: TerminationPass) -> bool:
+        """Cordon and drain; True once the instance may go (drained, or already gone)."""
         if not node.unschedulable or node.labels.get(L.EXCLUDE_LB) != "karpenter":
             self.kube.patch(
                 NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {L.EXCLUDE_LB: "karpenter"}}}
@@ -93,13 +114,14 @@ class TerminationController:
         if not plan.drained:
             self._drain(node, plan, now, outcome)
             if not self._instance_gone(node):
-                return
+                return False
             log.info(
                 "instance of node %s is gone; not waiting for %d pod(s)", node.name, len(plan.evict + plan.waiting)
             )
-        if not terminate_instance(self.cloud, node.provider_id, f"terminating instance of node {node.name}"):
-            return
-        self._remove_finalizer(node, now, outcome)
+        return True
+
+    def _terminate_instance(self, node: NodeView) -> bool:
+        return terminate_instance(self.cloud, node.provider_id, f"terminating instance of node {node.name}")
 
     def _drain(self, node: NodeView, plan: DrainPlan, now: float, outcome: TerminationPass) -> None:
         for pod in plan.evict:

@@ -19,7 +19,8 @@ compares it with what the template selects now.
 API economy as on EC2: each method is counted (`calls`) as the EC2 calls the AWS provider makes
 for it — `create` one CreateFleet, shared as the AWS provider shares it by concurrent identical
 requests (`cloudprovider/batcher.py`, Karpenter's CreateFleet window: one call, one instance per
-request, a throttled call refuses them all), `delete` a DescribeInstances and a TerminateInstances, `get`,
+request, a throttled call refuses them all; DescribeInstances by ID and TerminateInstances are
+merged the same way), `delete` a DescribeInstances and a TerminateInstances, `get`,
 `list`, `is_drifted` and `has_seen` one DescribeInstances — and, given `api_limits`
 (`aws.ratelimit.Buckets`, EC2's per-action buckets as Karpenter's kwok EC2 sets them: the
 controller passes them unless `--simulated-api-limits=false`), a call whose bucket is empty is
@@ -52,7 +53,13 @@ from controller.cloudprovider.aws.ratelimit import Buckets
 from controller.cloudprovider.aws.resolver import Ami, ami_for
 from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.cloudprovider.base import Instance, NodeRequest, UnavailableOfferings, instance_labels, with_unavailable
-from controller.cloudprovider.batcher import CREATE_FLEET_WINDOW, Batcher, Window
+from controller.cloudprovider.batcher import (
+    CREATE_FLEET_WINDOW,
+    DESCRIBE_INSTANCES_WINDOW,
+    TERMINATE_INSTANCES_WINDOW,
+    Batcher,
+    Window,
+)
 from controller.cloudprovider.drift import Drift, ami_drift
 from controller.cloudprovider.errors import (
     CloudProviderError,
@@ -108,6 +115,8 @@ class SimulatedCloudProvider:
         reshape: bool = True,
         sleep: Callable[[float], None] = time.sleep,
         fleet_window: Window = CREATE_FLEET_WINDOW,
+        describe_window: Window = DESCRIBE_INSTANCES_WINDOW,
+        terminate_window: Window = TERMINATE_INSTANCES_WINDOW,
     ) -> None:
         self.store = Store(db_path)
         self._clock = clock
@@ -123,6 +132,12 @@ class SimulatedCloudProvider:
         self._sleep = sleep
         self._fleets: Batcher[NodeRequest, Instance] = Batcher(
             "create_fleet", fleet_window, self._create_fleet, key=self._fleet_key
+        )
+        self._describes: Batcher[tuple[str, str], None] = Batcher(
+            "describe_instances", describe_window, self._describe_batch, key=lambda _: ""
+        )
+        self._terminations: Batcher[tuple[str, str], None] = Batcher(
+            "terminate_instances", terminate_window, self._terminate_batch, key=lambda _: ""
         )
         self.calls: dict[str, int] = {}  # EC2 operation → calls answered or refused
         self.throttled: dict[str, int] = {}  # EC2 operation → calls refused (RequestLimitExceeded)
@@ -280,20 +295,38 @@ class SimulatedCloudProvider:
     def delete(self, provider_id: str) -> None:
         instance_id = instance_id_of(provider_id)
         what = f"terminating instance {instance_id}"
-        self._describe(what)
+        self._described(instance_id, what)
         row = self.store.get(instance_id)
-        lost = None
-        if row is not None and row.cluster == self._cluster and row.terminated_at is None:
-            lost = self._call("terminate_instances", what)
-        if row is None or row.cluster != self._cluster or not self.store.terminate(instance_id, self._clock.now()):
+        if row is None or row.cluster != self._cluster or row.terminated_at is not None:
             raise NodeNotFoundError(f"instance {instance_id} not found")
-        log.info("terminated instance %s", instance_id)
+        self._terminations.submit((instance_id, what))
+
+    def _described(self, instance_id: str, what: str) -> None:
+        """A DescribeInstances of one instance, merged with concurrent callers' (one call a batch)."""
+        self._describes.submit((instance_id, what))
+
+    def _describe_batch(self, items: Sequence[tuple[str, str]]) -> list[None]:
+        self._describe(items[0][1] if len(items) == 1 else f"{len(items)} instances")
+        return [None] * len(items)
+
+    def _terminate_batch(self, items: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        """One TerminateInstances for the batch; an instance already gone fails only its caller."""
+        what = items[0][1] if len(items) == 1 else f"terminating {len(items)} instances"
+        lost = self._call("terminate_instances", what)
+        out: list[Exception | None] = []
+        for instance_id, _ in items:
+            if self.store.terminate(instance_id, self._clock.now()):
+                log.info("terminated instance %s", instance_id)
+                out.append(None)
+            else:
+                out.append(NodeNotFoundError(f"instance {instance_id} not found"))
         if lost is not None:
             self._lose_answer("terminate_instances", what, lost)
+        return out
 
     def get(self, provider_id: str) -> Instance:
         instance_id = instance_id_of(provider_id)
-        self._describe(f"instance {instance_id}")
+        self._described(instance_id, f"instance {instance_id}")
         row = self.store.get(instance_id)
         if row is None or row.terminated_at is not None or row.cluster != self._cluster:
             raise NodeNotFoundError(f"instance {provider_id} not found")
@@ -306,7 +339,7 @@ class SimulatedCloudProvider:
     def is_drifted(self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate) -> Drift | None:
         """AMI drift only: the simulated cloud has no subnets or security groups to drift from."""
         instance_id = instance_id_of(provider_id)
-        self._describe(f"instance {instance_id}")
+        self._described(instance_id, f"instance {instance_id}")
         row = self.store.get(instance_id)
         if row is None or row.terminated_at is not None or row.cluster != self._cluster:
             raise NodeNotFoundError(f"instance {provider_id} not found")
@@ -318,7 +351,7 @@ class SimulatedCloudProvider:
     def has_seen(self, provider_id: str) -> bool:
         """The store has a record of this instance (running or terminated) in this cluster."""
         instance_id = instance_id_of(provider_id)
-        self._describe(f"instance {instance_id}")
+        self._described(instance_id, f"instance {instance_id}")
         row = self.store.get(instance_id)
         return row is not None and row.cluster == self._cluster
 

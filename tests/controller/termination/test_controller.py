@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from controller.clock import FakeClock
-from controller.cloudprovider.base import Instance
+from controller.cloudprovider.base import Instance, NodeRequest
+from controller.cloudprovider.batcher import Window
+from controller.cloudprovider.simulated.catalog import simulated_catalog
+from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 from controller.core import labels as L
+from controller.core.requirements import Requirements
 from controller.kube.errors import TooManyRequestsError
 from controller.kube.resources import NODES, PODS
 from controller.state.cluster import ClusterState
@@ -113,3 +118,24 @@ def test_finalizer_removal_does_not_drop_a_finalizer_added_meanwhile() -> None:
     env.tick()  # a fresh view: only karpy's own finalizer is removed
     final = env.kube.find(NODES, "n1")
     assert final is not None and final["metadata"]["finalizers"] == ["example.com/keep"]
+
+
+def test_the_instances_of_the_nodes_drained_in_a_pass_go_in_one_terminate_call(tmp_path: Path) -> None:
+    world = World.make()
+    four = Window(idle=30.0, max_wait=60.0, max_items=4)  # closes with the four, however slow the machine
+    cloud = SimulatedCloudProvider(
+        tmp_path / "cloud.db", world.clock, cluster="karpy", node_label="", describe_window=four, terminate_window=four
+    )
+    request = NodeRequest("default", Requirements(), tuple(it for it in simulated_catalog() if it.name == "m5.large"))
+    for i in range(4):
+        inst = cloud.create(request)
+        world.put(NODES, make_node(f"n{i}", provider_id=inst.provider_id))
+    ctrl = TerminationController(world.state, world.kube, cloud, world.clock, world.recorder, world.decisions)
+    for i in range(4):
+        world.kube.delete(NODES, f"n{i}")
+    world.sync()
+    done = ctrl.reconcile()
+    # four nodes drained together: one TerminateInstances, their lookups one DescribeInstances
+    assert cloud.calls["terminate_instances"] == 1 and cloud.calls["describe_instances"] == 1
+    assert sorted(done.terminated) == [f"n{i}" for i in range(4)] and cloud.list() == []
+    assert world.kube.items(NODES) == []

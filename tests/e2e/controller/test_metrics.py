@@ -45,3 +45,7 @@ def test_every_metric_and_label_of_karpenters_dashboards_is_on_metrics(karpy: Ka
     assert 'karpenter_pods_startup_time_seconds{quantile="0.5"}' in done
     assert 'karpenter_nodes_termination_time_seconds{provisioner="default",quantile="0.99"}' in done
     assert "karpenter_nodes_created{" in done and "karpenter_nodes_created_total" not in done
+    # Karpenter's batcher histograms (no dashboard queries them): the launch's CreateFleet batch
+    assert "# TYPE karpenter_cloudprovider_batcher_batch_size histogram" in done
+    assert 'karpenter_cloudprovider_batcher_batch_size_count{batcher="create_fleet"}' in done
+    assert 'karpenter_cloudprovider_batcher_batch_time_seconds_count{batcher="create_fleet"}' in done

@@ -34,7 +34,8 @@ def test_throttled_launches_wait_and_every_pod_runs_on_one_instance_per_node(kar
     karpy.deployment("web", 6, cpu="3", memory="1Gi")
     until(lambda: len(karpy.running("web")) == 6, 90, "6 pods Running after 3 throttled CreateFleet calls")
     assert api_count(ctrl, "throttled", "create_fleet") == 3  # the faults; the buckets were never empty
-    assert api_count(ctrl, "calls", "create_fleet") >= 3 + len(karpy.nodes())
+    answered = api_count(ctrl, "calls", "create_fleet") - 3  # identical launches of a pass share one call
+    assert 1 <= answered <= len(karpy.nodes())
     until(lambda: karpy.consistent() == "", 30, "one instance per node")
     # a throttled launch is no failed launch: no FailedScheduling event names it
     assert not [e for e in karpy.events("FailedScheduling") if "RequestLimitExceeded" in e.get("message", "")]

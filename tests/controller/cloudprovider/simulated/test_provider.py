@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
 from controller.cloudprovider.aws.ratelimit import Buckets
 from controller.cloudprovider.base import NodeRequest
+from controller.cloudprovider.batcher import Window
 from controller.cloudprovider.drift import DriftReason
 from controller.cloudprovider.errors import (
     CloudProviderError,
@@ -251,3 +253,30 @@ def test_a_bad_call_fault_is_refused_and_queues_nothing(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         cloud.store.fail_next_calls("create_fleet", 1, FAULT_TIMEOUT, -1.0)
     assert cloud.store.take_call_fault("create_fleet") is None
+
+
+def test_concurrent_launches_and_terminations_are_merged_as_on_ec2(tmp_path: Path) -> None:
+    def closing_at(n: int) -> Window:
+        return Window(idle=30.0, max_wait=60.0, max_items=n)  # the batch is what the test sends
+
+    cloud = SimulatedCloudProvider(
+        tmp_path / "cloud.db", FakeClock(), cluster="test",
+        fleet_window=closing_at(5), describe_window=closing_at(6), terminate_window=closing_at(5),
+    )  # fmt: skip
+    request = NodeRequest("default", Requirements(), types("m5.large", "m5.xlarge"))
+    with ThreadPoolExecutor(6) as pool:
+        launched = list(pool.map(lambda _: cloud.create(request), range(5)))
+        assert len({i.provider_id for i in launched}) == 5 and cloud.calls == {"create_fleet": 1}
+        gone = "simulated:///us-west-2a/i-0000000000000000"  # unknown: fails its own caller only
+
+        def delete(provider_id: str) -> str:
+            try:
+                cloud.delete(provider_id)
+            except NodeNotFoundError as err:
+                return str(err)
+            return "deleted"
+
+        outcomes = list(pool.map(delete, [*(i.provider_id for i in launched), gone]))
+    assert outcomes == ["deleted"] * 5 + ["instance i-0000000000000000 not found"]
+    assert cloud.calls == {"create_fleet": 1, "describe_instances": 1, "terminate_instances": 1}
+    assert cloud.list() == []
