@@ -124,7 +124,6 @@ class Solver:
         self._after: dict[object, tuple[int, dict[int, int], np.ndarray | None]] = {}
         self._topology_cache: dict[tuple[object, ...], int] = {}
         self._tightened_cache: dict[tuple[int, tuple[Requirement, ...]], int] = {}
-        self._domains_cache: dict[tuple[object, ...], tuple[int, Requirement]] = {}
         self.version = 0
         self._name_counters: dict[str, int] = {}
         self._taken_names = {n.name for n in inp.nodes}
@@ -276,22 +275,12 @@ class Solver:
             return found
         reqs = self.table.classes[cid].requirements
         domains = tuple(
-            self._next_domains(g, ps, ps.requirements.get_or_exists(g.key), reqs.get_or_exists(g.key)) for g in groups
+            self.topology.next_domains(g, ps, ps.requirements.get_or_exists(g.key), reqs.get_or_exists(g.key))
+            for g in groups
         )
         found = self._tightened(cid, domains)
         self._topology_cache[key] = found
         return found
-
-    def _next_domains(self, group: topo.Group, ps: PodState, pods: Requirement, nodes: Requirement) -> Requirement:
-        """`Topology.next_domains`, asked once per group count and what it reads — classes that
-        allow the same domains share the answer (kept for the group's current counts only)."""
-        key = (group.id, ps.selector_key, pods, nodes)
-        found = self._domains_cache.get(key)
-        if found is not None and found[0] == group.version:
-            return found[1]
-        domains = self.topology.next_domains(group, ps, pods, nodes)
-        self._domains_cache[key] = (group.version, domains)
-        return domains
 
     def _tightened(self, cid: int, domains: tuple[Requirement, ...]) -> int:
         key = (cid, domains)
