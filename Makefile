@@ -48,14 +48,19 @@ cluster-binaries:
 kubeletcheck:
 	PATH="$$PATH:/usr/local/go/bin" bash tests/support/go-kubeletcheck/build.sh
 
-# The committed price file's on-demand prices of every commercial region, from ec2instances.info's
-# instances.json as the pinned Go module ships it (the go command fetches it into the module cache;
-# regions the file holds with newer figures keep them). Commit the changed prices.json.
+# The committed price file's on-demand prices of every commercial region: ec2instances.info's
+# instances.json as the pinned Go module ships it, and us-east-1 from the table Karpenter's generator
+# fetched from the Price List API (its Go module); the go command fetches both into the module cache,
+# and regions held with newer figures keep them. Commit the changed prices.json.
 EC2_INSTANCES_INFO ?= github.com/cristim/ec2-instances-info@v0.0.0-20250528091325-32acf84f42eb
+KARPENTER_PRICES ?= github.com/aws/karpenter-provider-aws@v1.14.1
+MODULE_DIR = cd / && PATH="$$PATH:/usr/local/go/bin" go mod download -json $(1) \
+	| $(CURDIR)/$(BIN)/python -c 'import json, sys; print(json.load(sys.stdin)["Dir"])'
 prices: $(STAMP)
-	dir=$$(cd / && PATH="$$PATH:/usr/local/go/bin" go mod download -json $(EC2_INSTANCES_INFO) \
-		| $(CURDIR)/$(BIN)/python -c 'import json, sys; print(json.load(sys.stdin)["Dir"])') && \
+	dir=$$($(call MODULE_DIR,$(EC2_INSTANCES_INFO))) && \
 	$(BIN)/python -m controller.cloudprovider.aws.pricegen --from-ec2instances-info "$$dir"
+	dir=$$($(call MODULE_DIR,$(KARPENTER_PRICES))) && \
+	$(BIN)/python -m controller.cloudprovider.aws.pricegen --from-karpenter "$$dir"
 
 # The dashboard's browser tests drive Debian's Chromium through Playwright (PyPI, in the dev extra);
 # Playwright never downloads a browser here.

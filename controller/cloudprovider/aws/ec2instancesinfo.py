@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 
 MODULE = "github.com/cristim/ec2-instances-info"
 COMMERCIAL_PARTITION = "aws"
-_VERSION = re.compile(re.escape(MODULE) + r"@(v[0-9A-Za-z.\-+]+)")
 _PSEUDO_TIME = re.compile(r"-(?:0\.)?(\d{14})-[0-9a-f]{12}$")
 
 
@@ -117,9 +116,9 @@ def read(path: Path) -> dict[str, dict[str, float]]:
         raise SourceError(f"{file}: {err}") from err
 
 
-def module_version(path: Path) -> str:
-    """The module version a path in the Go module cache names ("" when it names none)."""
-    match = _VERSION.search(str(path.resolve()))
+def module_version(path: Path, module: str = MODULE) -> str:
+    """The version of `module` a path in the Go module cache names ("" when it names none)."""
+    match = re.search(re.escape(module) + r"@(v[0-9A-Za-z.\-+]+)", str(path.resolve()))
     return match.group(1) if match else ""
 
 

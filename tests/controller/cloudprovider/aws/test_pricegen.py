@@ -9,11 +9,20 @@ from pathlib import Path
 import pytest
 
 from controller.cloudprovider.aws.api import ApiError, AWSError
-from controller.cloudprovider.aws.pricegen import SOURCE, generate, generate_from_ec2instancesinfo, main, merge
+from controller.cloudprovider.aws.karpentertable import TABLE
+from controller.cloudprovider.aws.pricegen import (
+    SOURCE,
+    generate,
+    generate_from_ec2instancesinfo,
+    generate_from_karpenter,
+    main,
+    merge,
+)
 from controller.cloudprovider.aws.pricing import PriceFileError, Prices, read_price_file
 from tests.fakes.aws import FakeTransport, product
 
 EXCERPT = Path(__file__).resolve().parents[3] / "data" / "ec2instances-info-excerpt.json"
+KARPENTER_EXCERPT = Path(__file__).resolve().parents[3] / "data" / "karpenter-pricing-excerpt.go.txt"
 VERSION = "v0.0.0-20250528091325-32acf84f42eb"
 
 
@@ -149,3 +158,41 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "cannot read" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--output", str(out)])  # the Price List API needs regions
+
+
+def karpenter_copy(tmp_path: Path) -> Path:
+    module = tmp_path / "mod" / "github.com" / "aws" / "karpenter-provider-aws@v1.14.1"
+    (module / TABLE).parent.mkdir(parents=True, exist_ok=True)
+    (module / TABLE).write_text(KARPENTER_EXCERPT.read_text())
+    return module
+
+
+def test_karpenters_newer_table_replaces_older_figures_of_its_region(tmp_path: Path) -> None:
+    out = tmp_path / "prices.json"
+    generate_from_ec2instancesinfo(module_copy(tmp_path), [], out)
+    doc = generate_from_karpenter(karpenter_copy(tmp_path), ["us-east-1"], out)
+    assert doc == read_price_file(out)
+    assert doc["onDemand"]["us-east-1"]["m5.large"] == 0.096 and "inf1.2xlarge" not in doc["onDemand"]["us-east-1"]
+    us = doc["regions"]["us-east-1"]
+    assert us["date"] == "2026-07-06" and "supplement" not in us
+    assert "zz_generated.pricing_aws.go of Go module github.com/aws/karpenter-provider-aws@v1.14.1" in us["source"]
+    assert doc["regions"]["eu-west-1"]["date"] == "2025-05-28"  # not asked: kept
+    # the older source again: the newer figures stay, it only adds the types they lack
+    again = generate_from_ec2instancesinfo(module_copy(tmp_path), [], out)
+    assert again["onDemand"]["us-east-1"]["inf1.2xlarge"] == 0.362
+    assert again["regions"]["us-east-1"]["supplement"]["types"] == ["c5.large", "inf1.2xlarge"]
+    assert again["regions"]["us-east-1"]["date"] == "2026-07-06"
+
+
+def test_karpenters_table_without_a_date_needs_one(tmp_path: Path) -> None:
+    out = tmp_path / "prices.json"
+    table = tmp_path / "table.go"
+    table.write_text(KARPENTER_EXCERPT.read_text().replace("// generated at", "// made at"))
+    with pytest.raises(PriceFileError, match="give --date"):
+        generate_from_karpenter(table, [], out)
+    assert not out.exists()
+    doc = generate_from_karpenter(table, [], out, datetime.date(2026, 7, 1))
+    assert doc["regions"]["us-east-1"]["date"] == "2026-07-01"
+    assert "a copy of github.com/aws/karpenter-provider-aws" in doc["regions"]["us-east-1"]["source"]
+    with pytest.raises(SystemExit):
+        main(["--from-karpenter", str(table), "--from-ec2instances-info", str(table), "--output", str(out)])

@@ -37,19 +37,30 @@ def test_the_committed_price_file_prices_every_commercial_region_with_its_date()
     assert partition_of("us-gov-west-1") not in {partition_of(r) for r in on_demand}
 
 
-def test_us_east_1_keeps_its_newer_figures_and_dates_the_older_ones() -> None:
+def test_us_east_1_comes_from_karpenters_newer_table_and_the_other_regions_from_ec2instances_info() -> None:
     doc = read_price_file()
     prices = Prices("us-east-1", doc)
-    assert prices.date == "2026-01-19" and "karpenter-provider-aws" in prices.source
+    assert prices.date == "2026-07-06" and "karpenter-provider-aws@v1.14.1" in prices.source
+    assert not prices.supplemented and len(doc["onDemand"]["us-east-1"]) > 1300
     assert prices.on_demand("m5.large") == 0.096 and prices.on_demand("c6g.large") == 0.068
-    assert prices.on_demand("c6g.metal") == 2.3066  # the newer table's figure, not the older source's 2.176
-    assert prices.supplement_date == "2025-05-28" and "x2iedn.xlarge" in prices.supplemented
-    assert prices.on_demand("x2iedn.xlarge") and "m5.large" not in prices.supplemented
+    assert prices.on_demand("p4d.24xlarge") == 21.957642  # after the 2025 P4 price cut the older source predates
     assert prices.spot("m5.large", "us-east-1a") == 0.096  # no spot price yet: spot = on-demand
     eu = Prices("eu-west-1", doc)
     assert eu.date == "2025-05-28" and "ec2-instances-info@v0.0.0-20250528091325" in eu.source
     assert eu.on_demand("m5.large") == 0.107 and not eu.supplemented
     assert Prices("eu-west-9", doc).on_demand("m5.large") is None
+
+
+def test_a_supplement_dates_the_types_an_older_source_added() -> None:
+    doc = {
+        "regions": {"r": {"date": "2026-07-06", "source": "new", "supplement": {
+            "date": "2025-05-28", "source": "old", "types": ["x1.large"]}}},
+        "onDemand": {"r": {"m5.large": 0.1, "x1.large": 0.2}},
+    }  # fmt: skip
+    prices = Prices("r", doc)
+    assert (prices.date, prices.supplement_date) == ("2026-07-06", "2025-05-28")
+    assert prices.supplemented == frozenset({"x1.large"})
+    assert "2 types in r from the price file, dated 2026-07-06; 1 types from 2025-05-28: new" in prices.describe()
 
 
 def test_a_file_of_the_first_format_dates_every_region_by_its_top_level_date() -> None:

@@ -52,7 +52,7 @@ def test_discovery_real_types_priced_in_the_template_zones(moto_server: MotoServ
     assert spot and all(o.price == moto_spot[o.zone] for o in spot)  # from DescribeSpotPriceHistory
     assert m5.allocatable["cpu"] == 1930 and m5.capacity["pods"] == 29
     assert by_name(types, "m6g.large").labels[L.ARCH] == "arm64"
-    unpriced = [it for it in types if it.name.startswith("c8a.")]  # newer than every figure of the file
+    unpriced = [it for it in types if it.name.startswith("r9g.")]  # newer than every figure of the file
     unpriced_od = [o for it in unpriced for o in it.offerings if o.capacity_type == L.CAPACITY_TYPE_ON_DEMAND]
     assert unpriced_od and not any(o.available for o in unpriced_od)  # no on-demand price known: unavailable
     describes = len(env.transport.named("describe_instance_types"))
