@@ -35,6 +35,10 @@ def test_the_committed_price_file_prices_every_commercial_region_with_its_date()
         assert general and all(0.08 < p < 0.2 for p in general if p is not None), region  # 2 vCPU, 8 GiB
         assert len(table) >= 150, region
     assert partition_of("us-gov-west-1") not in {partition_of(r) for r in on_demand}
+    from importlib import resources
+
+    size = len(resources.files("controller.cloudprovider.aws").joinpath("data/prices.json").read_bytes())
+    assert size < 1_000_000, f"the committed price file grew to {size} bytes"
 
 
 def test_us_east_1_comes_from_karpenters_newer_table_and_the_other_regions_from_ec2instances_info() -> None:
