@@ -12,10 +12,11 @@ from) the rows of all its nodes are built once per solve context (resource list,
 their type tables, DaemonSets; `_ROWS`: a cache of a pure function, not state), and a solve
 whose nodes are the source's own objects takes their rows by index (`rows_for`). Likewise for
 topology: how many bound pods of each node a group (a spread, affinity or anti-affinity
-selector) counts is kept per source once a solve asked (`Rows.group_counts`), and a solve takes
-its nodes' counts by index. The rows of a subset are the same values, in the same order, as the
-subset's own set-up, and `install` is the one way rows enter a solve, so the results are the
-same (checked solve by solve over random fleets in `tests/controller/scheduling/test_existing.py`).
+selector) counts, and each node's domain of a topology key, are kept per source once a solve
+asked (`Rows.group_counts`, `Rows.label_domains`), and a solve takes its nodes' by index. The
+rows of a subset are the same values, in the same order, as the subset's own set-up, and
+`install` is the one way rows enter a solve, so the results are the same (checked solve by solve
+over random fleets in `tests/controller/scheduling/test_existing.py`).
 The source is not used — the subset is set up alone — when a node is not the source's own
 object or one of its bound pods is in the batch (its usage then leaves that pod out); nodes that
 `volumes.py` gives attach limits are drawn from a source of the same nodes with limits.
@@ -110,6 +111,19 @@ class Rows:
     pod_rows: Mapping[str, int]  # bound pod key → row
     group_counts: dict[Hashable, np.ndarray] = field(default_factory=dict)
     """Per topology group key: `selected(group)` (a cache, filled by solves)."""
+    label_domains: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
+    """Per label: `domains(label)` (a cache, filled by solves)."""
+
+    def domains(self, label: str) -> tuple[np.ndarray, list[str]]:
+        """Per row, the index of the node's value of `label` in the list returned with them (-1: the
+        node has no such label)."""
+        found = self.label_domains.get(label)
+        if found is None:
+            index: dict[str, int] = {}
+            codes = [index.setdefault(v, len(index)) if (v := node.labels.get(label)) is not None else -1
+                     for node in self.nodes]  # fmt: skip
+            found = self.label_domains[label] = (np.array(codes, dtype=np.int64), list(index))
+        return found
 
     def selected(self, group: Group) -> np.ndarray:
         """Per row, how many of its bound pods `group` selects; 0 where its node filter excludes
@@ -269,7 +283,11 @@ def install(table: NodeTable, topology: Topology, rows: Rows, idx: np.ndarray) -
             found = rows.group_counts[key] = rows.selected(group)
         return np.asarray(found[idx])
 
-    topology.add_cluster_nodes([cluster[i] for i in picked], anti, counts)
+    def domains(label: str) -> tuple[np.ndarray, list[str]]:
+        codes, values = rows.domains(label)
+        return np.asarray(codes[idx]), values
+
+    topology.add_cluster_nodes([cluster[i] for i in picked], anti, counts, domains)
 
 
 def _bound_usage(

@@ -45,6 +45,7 @@ def short_key(key: str) -> str:
 ClusterNode = tuple[Sequence[PodRequest], Mapping[str, str], str]
 """An existing node's bound pods, its labels and name."""
 ClusterCounts = Callable[[Hashable, "Group"], np.ndarray]
+ClusterDomains = Callable[[str], tuple[np.ndarray, Sequence[str]]]
 
 
 def filter_matches(node_filter: Sequence[Requirements], requirements: Requirements) -> bool:
@@ -144,18 +145,23 @@ class Topology:
         self._inverse_selecting: dict[tuple[Any, ...], list[Group]] = {}
         self._cluster: Sequence[ClusterNode] = ()
         self._cluster_counts: ClusterCounts | None = None
+        self._cluster_domains: ClusterDomains | None = None
 
     # -- set-up ------------------------------------------------------------------------------
 
-    def add_cluster_nodes(self, nodes: Sequence[ClusterNode], anti: Sequence[int], counts: ClusterCounts) -> None:
+    def add_cluster_nodes(
+        self, nodes: Sequence[ClusterNode], anti: Sequence[int], counts: ClusterCounts, domains: ClusterDomains
+    ) -> None:
         """The pods bound to the existing nodes before this solve, the nodes in row order (the
         existing nodes are the table's first rows): counted by groups; inverse groups made for
         those with required anti-affinity (`anti`: the rows holding such pods, in order).
         `counts(key, group)`: per node, how many of its pods the group selects (0 where its node
-        filter excludes the node; `existing.py` keeps them)."""
+        filter excludes the node); `domains(label)`: per node, the index of its value of that
+        label in the list returned with them (-1: none) — `existing.py` keeps both."""
         assert not self._cluster, "the existing nodes are added once"
         self._cluster = nodes
         self._cluster_counts = counts
+        self._cluster_domains = domains
         for node_index in anti:
             pods, node_labels, node_name = nodes[node_index]
             for pod in pods:
@@ -194,15 +200,16 @@ class Topology:
         self._by_spec[key] = group
         self._selecting.clear()
         self._inverse_selecting.clear()
-        if not group.inverse and self._cluster_counts is not None:
+        if not group.inverse and self._cluster_counts is not None and self._cluster_domains is not None:
             per_node = self._cluster_counts(key, group)
             if group.host:
                 group.host_counts[: len(per_node)] += per_node
             else:
-                for i in np.flatnonzero(per_node).tolist():
-                    value = self._cluster[i][1].get(group.key)
-                    if value is not None:
-                        group.add(value, int(per_node[i]))
+                codes, values = self._cluster_domains(group.key)
+                labelled = codes >= 0
+                totals = np.bincount(codes[labelled], weights=per_node[labelled], minlength=len(values))
+                for d in np.flatnonzero(totals).tolist():
+                    group.add(values[d], int(totals[d]))
         return group
 
     def update(self, ps: PodState, first: bool = False) -> None:
