@@ -10,7 +10,7 @@ DEV_PORT ?= 8443
 LOCK_VENV := .venv-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale soak venv clean cluster-binaries kubeletcheck chromium lock prices
+.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale bench-balanced soak venv clean cluster-binaries kubeletcheck chromium lock prices
 
 
 # Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
@@ -79,6 +79,7 @@ bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.optimality
 	$(BIN)/python -m bench.e2e
 	$(MAKE) bench-scale
+	$(MAKE) bench-balanced
 	$(MAKE) bench-karpenter
 
 # Scale (issue 21), in process: provisioning at 40,000 pending pods (10,000 that never fit) and
@@ -86,6 +87,13 @@ bench: $(STAMP) cluster-binaries
 bench-scale: $(STAMP)
 	$(BIN)/python -m bench.provisioning
 	$(BIN)/python -m bench.consolidation
+
+# Consolidation quality (issue 21) on the workload of Karpenter's balanced-consolidation RFC script
+# (5,000 pods, 10 churn rounds; its ranking curves against karpy's consolidation, round by round).
+# In process, long on 2 cores: BALANCED_ARGS="--pods 1000 --rounds 2" for a shorter run.
+BALANCED_ARGS ?=
+bench-balanced: $(STAMP)
+	$(BIN)/python -m bench.balanced $(BALANCED_ARGS)
 
 # Soak: issue 20's chaos soak (KARPY_SOAK_MINUTES of random scaling, node deletions, controller
 # SIGKILLs, apiserver restarts and cloud faults, invariants checked throughout; 30 by default,
