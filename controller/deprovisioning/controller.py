@@ -273,10 +273,10 @@ class DeprovisioningController:
     def _start(self, cmd: Command, now: float, drifts: Mapping[str, Drift]) -> None:
         log.info("deprovisioning via %s %s", cmd.deprovisioner, cmd)
         M.ACTIONS_PERFORMED.labels(action=cmd.reason, deprovisioner=cmd.deprovisioner).inc()
-        self.decisions.record(decisionlog.carried_out(cmd, drifts))
         if cmd.action is Action.DELETE:
             self._state.mark_for_deletion(cmd.node_names)
             self._delete(cmd)
+            self.decisions.record(decisionlog.carried_out(cmd, drifts))
             self._execution = Execution(cmd, (), now, deleted=now)
             return
         cordoned = self._cordon(cmd.node_names)
@@ -286,12 +286,16 @@ class DeprovisioningController:
                 launched.append(self._launcher.launch(new, cmd.reason))
         except Exception as err:
             log.error("launching replacement for %s: %s", cmd.reason, err)
+            self.decisions.record(decisionlog.carried_out(cmd, drifts, launched))
             self.decisions.record(decisionlog.failed(cmd, f"launching a replacement: {err}"))
             for name, obj in cordoned.items():
                 self._uncordon(name, obj)
             for name in launched:  # keep what launched: it is ordinary capacity now, consolidation may remove it
                 log.info("replacement node %s stays as capacity", name)
             return
+        # recorded once it acts (candidates cordoned and marked, replacements launched), with the
+        # replacement Nodes: the savings ledger counts it only once it took effect (`explain/savings.py`)
+        self.decisions.record(decisionlog.carried_out(cmd, drifts, launched))
         self._state.mark_for_deletion(cmd.node_names)
         for name in launched:
             self._event(Event(name, E.LAUNCHING, f"Launching node for {cmd}"))

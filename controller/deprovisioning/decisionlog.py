@@ -1,15 +1,18 @@
 """What deprovisioning writes to the shared `DecisionLog` (`controller/decisions.py`). Pure.
 
 One `Decision` per command carried out — action `<method>/<delete|replace>`, subject the first
-candidate, the command's text as reason, every candidate and replacement, and the hourly prices
-before and after — and one per command that failed, with why. A drift command's decision
+candidate, the command's text as reason, every candidate and replacement (`replacements`: their
+instance types; `replacementNodes`: the Nodes launched for them, so the savings ledger can tell
+when the command took effect), and the hourly prices before and after — recorded once the command
+acts (its candidates deleted, or cordoned and their replacements launched), and one per command
+that failed, with why. A drift command's decision
 carries why each node drifted (`drift` in `extra`: reason and message per node, the messages in
 its reason); `drifted()` records a node the drift marker annotated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from controller.cloudprovider.drift import Drift
 from controller.decisions import DEPROVISIONING_FAILED, DRIFTED, Decision
@@ -26,10 +29,11 @@ def _extra(cmd: Command) -> dict[str, object]:
     }
 
 
-def carried_out(cmd: Command, drifts: Mapping[str, Drift] | None = None) -> Decision:
-    """`drifts`: why each candidate drifted (a drift command's)."""
+def carried_out(cmd: Command, drifts: Mapping[str, Drift] | None = None, launched: Sequence[str] = ()) -> Decision:
+    """`drifts`: why each candidate drifted (a drift command's); `launched`: its replacement Nodes."""
     first = cmd.candidates[0] if cmd.candidates else None
     extra = _extra(cmd)
+    extra["replacementNodes"] = list(launched)
     reason = f"{cmd.deprovisioner}: {cmd}"
     found = {n: drifts[n] for n in cmd.node_names if n in (drifts or {})} if drifts else {}
     if found:

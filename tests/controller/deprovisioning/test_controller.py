@@ -142,6 +142,7 @@ def test_the_consolidated_flag_lapses_after_the_reset_time_even_if_nothing_chang
 def test_replacement_is_ready_before_the_old_node_goes() -> None:
     world = World(validation_wait_seconds=0)
     world.remember("karpenter_nodes_created", reason="consolidation/replace", provisioner="default")
+    world.remember("karpenter_machines_created", reason="consolidation/replace", provisioner="default")
     consolidating(world)
     world.node("big", "large")
     world.pod("a", "big", cpu="1.5")
