@@ -116,6 +116,15 @@ def test_the_savings_page_shows_what_was_saved_and_the_blocked_opportunity() -> 
     assert 'href="/explain/nodes/n1"' in html and "&lt;script&gt;" in html and XSS not in html
     assert client.get("/api/v1/savings").get_json() == SAVINGS
     assert 'href="/savings"' in client.get("/").get_data(as_text=True)
+    assert 'id="saving-pending"' not in html  # nothing under way
+
+
+def test_the_savings_page_says_how_many_commands_are_still_under_way() -> None:
+    src = source()
+    src.explained = {**src.explained, "/api/v1/savings": (200, {**SAVINGS, "pending": 2, "dropped": 1})}
+    html = create_app(dashboard_source=src).test_client().get("/savings").get_data(as_text=True)
+    assert '<dd id="saving-pending">2, counted once their nodes are gone</dd>' in html
+    assert '<dd id="saving-commands">1</dd>' in html
 
 
 WHAT_IF: dict[str, Any] = {
