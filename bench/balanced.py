@@ -554,7 +554,7 @@ def report(r: Round, detail: bool) -> tuple[bool, bool]:
         ok = low[1] - low[3] >= -1e-9
         between, pods = lowest_margin(karpy, curves.values())
         print(
-            f"  vs the best ranking {label}: {'at or above' if ok else 'BELOW'} at every command"
+            f"  vs the best ranking {label}: {'at or above at every command' if ok else 'BELOW at some command'}"
             f" (lowest margin ${low[1] - low[3]:+.2f}/h at {low[0]:.0f} pods, {low[2] or '-'});"
             f" linear between commands: lowest ${between:+.2f}/h at {pods:.0f} pods"
         )
