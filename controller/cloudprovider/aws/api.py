@@ -18,6 +18,7 @@ default): InsufficientInstanceCapacity: …"). Nothing here decides anything.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -123,13 +124,15 @@ class AWSApi:
         self._sleep = sleep
         self.limiter = limiter or RateLimiter(sleep=sleep)
         self.calls: dict[str, int] = {}  # operation → calls sent (retries included)
+        self._calls_lock = threading.Lock()  # calls come from several threads (parallel launches, batches)
         self._attempts = attempts
         self._base_delay = base_delay
 
     def call(self, service: str, operation: str, resource: str = "", **params: Any) -> dict[str, Any]:
         for attempt in range(self._attempts):
             waited = self.limiter.acquire(operation)
-            self.calls[operation] = self.calls.get(operation, 0) + 1
+            with self._calls_lock:
+                self.calls[operation] = self.calls.get(operation, 0) + 1
             CLOUD_API_CALLS.labels(provider="aws", operation=operation).inc()
             if waited:
                 CLOUD_API_THROTTLE_SECONDS.labels(provider="aws", operation=operation).inc(waited)
