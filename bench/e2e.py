@@ -5,7 +5,9 @@ kube-controller-manager and kwok, with `karpy controller` on the simulated cloud
 - `1000`: 1,000 pods of 2 Deployments (500 × 500m/1Gi and 500 × 1 CPU/2Gi). Targets: < 60 s,
   >= 0.70 CPU / >= 0.75 memory packing, < 200 MB (Karpenter: 2 min, 0.53 / 0.65, 260 MB);
 - `5000`: 5,000 pods of 5 Deployments of mixed shapes, one spread over zones (maxSkew 1,
-  DoNotSchedule). Targets: < 60 s, >= 0.85 CPU packing, < 300 MB.
+  DoNotSchedule). Targets: < 60 s, >= 0.85 CPU packing, < 300 MB;
+- `nodes100`: 100 pods that each need a node of their own (hostname anti-affinity): 100 identical
+  launches, more than CreateFleet's burst of 50, to show what batching and throttling cost.
 Prints, per scenario: time from creation to all pods Running, CPU and memory packing (pod
 requests over the allocatable of karpy's nodes), node count, the controller's peak memory
 (VmHWM), CPU seconds, the requests its Kubernetes client sent to the apiserver (its
@@ -61,14 +63,27 @@ SCENARIOS: dict[str, tuple[tuple[Workload, ...], dict[str, float]]] = {
         ),
         {"seconds": 60.0, "cpu_packing": 0.85, "memory_packing": 0.0, "peak_mb": 300.0},
     ),
+    # 100 pods that each need a node of their own (hostname anti-affinity): 100 identical launches,
+    # past CreateFleet's burst of 50 when made one by one (issue 19, part 7: what batching saves)
+    "nodes100": (
+        (("bench-node", 100, "1", "1Gi", False),),
+        {"seconds": 60.0, "cpu_packing": 0.0, "memory_packing": 0.0, "peak_mb": 200.0},
+    ),
 }
+ONE_PER_NODE = frozenset({"bench-node"})  # workloads whose pods each get a node of their own
 
 
-def deployment(name: str, replicas: int, cpu: str, memory: str, zonal: bool = False) -> dict[str, Any]:
-    spread = {"topologySpreadConstraints": [{
+def deployment(
+    name: str, replicas: int, cpu: str, memory: str, zonal: bool = False, one_per_node: bool = False
+) -> dict[str, Any]:
+    spread: dict[str, Any] = {"topologySpreadConstraints": [{
         "maxSkew": 1, "topologyKey": L.ZONE, "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app": name}},
     }]} if zonal else {}  # fmt: skip
+    if one_per_node:
+        spread["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": L.HOSTNAME, "labelSelector": {"matchLabels": {"app": name}}},
+        ]}}  # fmt: skip
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -317,7 +332,8 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
         progress.start()
         started = time.monotonic()
         for name, replicas, cpu, memory, zonal in workloads:
-            kube.create(DEPLOYMENTS, deployment(name, replicas, cpu, memory, zonal), NAMESPACE)
+            doc = deployment(name, replicas, cpu, memory, zonal, one_per_node=name in ONE_PER_NODE)
+            kube.create(DEPLOYMENTS, doc, NAMESPACE)
         total = sum(w[1] for w in workloads)
         running, all_created, milestones = follow(progress, total, started, 300)
         progress.stop()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.e2e import PodProgress, api_economy, by_operation, scenario_arg, workloads_of
+from bench.e2e import ONE_PER_NODE, PodProgress, api_economy, by_operation, deployment, scenario_arg, workloads_of
 
 METRICS = """\
 # TYPE karpy_cloudprovider_api_calls_total counter
@@ -39,6 +39,17 @@ def test_a_pod_count_is_the_1000_pod_mix_scaled() -> None:
     for bad in ("0", "lots", "9000"):
         with pytest.raises(argparse.ArgumentTypeError, match="a pod count 1-5000"):
             scenario_arg(bad)
+
+
+def test_the_nodes100_scenario_asks_for_a_node_per_pod() -> None:
+    ((name, replicas, cpu, memory, zonal),) = workloads_of("nodes100")
+    assert replicas == 100 and scenario_arg("nodes100") == "nodes100"
+    doc = deployment(name, replicas, cpu, memory, zonal, one_per_node=name in ONE_PER_NODE)
+    (term,) = doc["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term == {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": name}}}
+    assert "affinity" not in deployment("bench-web", 1, "1", "1Gi", True)["spec"]["template"]["spec"]
 
 
 def _pod(uid: str, app: str = "bench-web", node: str = "", phase: str = "Pending", unschedulable: bool = False) -> Any:
