@@ -7,6 +7,8 @@ is kept for `check_seconds` (Karpenter re-checks a node every 5 min) unless what
 changes — the node's instance, instance type or template — so editing a template's selectors is
 noticed on the next pass. A node whose Provisioner names no template, or an inline provider, is
 not drifted by the cloud; a cloud error leaves the node unknown (logged; its annotation stays).
+The nodes due in a pass are asked at once (`DRIFT_WORKERS`), so the provider can merge their
+DescribeInstances calls (`cloudprovider/batcher.py`).
 Nothing is asked while drift is off.
 """
 
@@ -16,6 +18,8 @@ import json
 import logging
 import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import dataclass
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
@@ -26,11 +30,13 @@ from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundErro
 from controller.core import labels as L
 from controller.deprovisioning.types import DriftInputs
 from controller.provisioning.nodetemplates import ProvisionerTypes
+from controller.scheduling.types import InstanceType
 from controller.state.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 CHECK_SECONDS = 300.0
+DRIFT_WORKERS = 16
 
 
 def referenced_templates(snap: Snapshot, types: ProvisionerTypes) -> dict[str, AWSNodeTemplate | None]:
@@ -57,6 +63,7 @@ class DriftChecker:
         self._check_seconds = check_seconds
         self._answers: dict[str, _Answer] = {}
         self._lock = threading.Lock()  # the controller's pass and the dashboard's outlooks both ask
+        self._pool = ThreadPoolExecutor(DRIFT_WORKERS, thread_name_prefix="drift")
 
     def inputs(self, snap: Snapshot, types: ProvisionerTypes) -> DriftInputs:
         if not self.enabled:
@@ -70,6 +77,7 @@ class DriftChecker:
     ) -> dict[str, Drift | None]:
         now = self._clock.now()
         out: dict[str, Drift | None] = {}
+        asks: list[tuple[str, tuple[str, str, str], InstanceType, AWSNodeTemplate]] = []
         fingerprints = {n: json.dumps(t.to_wire(), sort_keys=True) for n, t in templates.items() if t is not None}
         for name, node in snap.nodes.items():
             prov = node.labels.get(L.PROVISIONER_NAME, "")
@@ -87,15 +95,26 @@ class DriftChecker:
             if known is not None and known.key == key and now - known.at < self._check_seconds:
                 out[name] = known.drift
                 continue
-            try:
-                drift = self._cloud.is_drifted(node.provider_id, it, template)
-            except NodeNotFoundError:
-                continue
-            except CloudProviderError as err:
-                log.warning("checking node %s for drift: %s", name, err)
-                continue
-            self._answers[name] = _Answer(key, now, drift)
-            out[name] = drift
+            asks.append((name, key, it, template))
+        # every node due at once: the provider can merge their DescribeInstances into one call
+        answers = self._pool.map(lambda ask: copy_context().run(self._is_drifted, *ask), asks)
+        for (name, key, _, _), (answered, drift) in zip(asks, answers, strict=True):
+            if answered:
+                self._answers[name] = _Answer(key, now, drift)
+                out[name] = drift
         for gone in set(self._answers) - set(snap.nodes):
             del self._answers[gone]
         return out
+
+    def _is_drifted(
+        self, name: str, key: tuple[str, str, str], it: InstanceType, template: AWSNodeTemplate
+    ) -> tuple[bool, Drift | None]:
+        """(answered, the drift); not answered when the instance is gone or the cloud failed:
+        the node stays unknown."""
+        try:
+            return True, self._cloud.is_drifted(key[0], it, template)
+        except NodeNotFoundError:
+            return False, None
+        except CloudProviderError as err:
+            log.warning("checking node %s for drift: %s", name, err)
+            return False, None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import FakeClock
@@ -12,6 +13,7 @@ from controller.cloudprovider.errors import CloudProviderError
 from controller.deprovisioning.driftcheck import DriftChecker
 from controller.kube.resources import AWSNODETEMPLATES, NODES, PROVISIONERS, WATCHED
 from controller.provisioning.nodetemplates import instance_types_for
+from controller.scheduling.types import InstanceType
 from controller.state.cluster import ClusterState
 from tests.builders.deprovisioning import CATALOG
 from tests.builders.wire import make_awsnodetemplate, make_node, make_provisioner
@@ -93,3 +95,24 @@ def test_no_template_or_an_inline_one_is_never_cloud_drifted_and_off_asks_nothin
     snap = off.state.snapshot()
     found = off.checker.inputs(snap, instance_types_for(snap, off.cloud))
     assert (found.enabled, dict(found.templates), dict(found.cloud)) == (False, {}, {})
+
+
+def test_the_nodes_due_are_asked_at_once_so_the_provider_can_merge_their_lookups() -> None:
+    class Together(FakeCloudProvider):
+        """Answers only once all three questions are in flight (asked one by one, it times out)."""
+
+        barrier = threading.Barrier(3, timeout=10)
+
+        def is_drifted(
+            self, provider_id: str, instance_type: InstanceType, node_template: AWSNodeTemplate
+        ) -> Drift | None:
+            self.barrier.wait()
+            return super().is_drifted(provider_id, instance_type, node_template)
+
+    world = World()
+    world.cloud = Together(CATALOG, world.clock)
+    world.checker = DriftChecker(world.cloud, world.clock, True, check_seconds=300)
+    for name in ("n1", "n2", "n3"):
+        world.node(name)
+    world.cloud.drifted["fake:///zone-a/n2"] = AMI
+    assert world.ask() == {"n1": None, "n2": AMI, "n3": None}
