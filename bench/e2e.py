@@ -238,10 +238,19 @@ def follow(
     return running, all_created, milestones
 
 
-def metrics_text(port: int) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        text: str = resp.read().decode()
-    return text
+def metrics_text(port: int, timeout: float = 60.0) -> str:
+    """A controller's /metrics; a busy controller (20,000 pods on a loaded machine) may take a
+    while to answer, so up to `timeout` seconds in all, tried again after a failed attempt."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
+                text: str = resp.read().decode()
+            return text
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1)
 
 
 def client_requests(port: int, metric: str = "rest_client_requests_total") -> int:

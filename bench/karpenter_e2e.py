@@ -462,6 +462,8 @@ def run(
             stages = progress.stages()
             result["stages"] = stage_summary(stages, started, total)
             result["scheduler"] = scheduler_metrics(cluster)
+            if opts.out:  # what is known so far, kept should a later step fail
+                (opts.out / f"{tag}.result.json").write_text(json.dumps(result, indent=1))
             if opts.out:
                 (opts.out / f"{tag}.stages.json").write_text(
                     json.dumps({uid: {k: round(t - started, 3) for k, t in v.items()} for uid, v in stages.items()})
@@ -475,6 +477,8 @@ def run(
                 memory_packing=round(packed["memory_packing"], 3),
                 spread_skew=spread_skew(kube, spread, auto.node_label),
             )
+            if opts.out:
+                (opts.out / f"{tag}.result.json").write_text(json.dumps(result, indent=1))
 
             if running >= total and opts.scale_down:
                 half = {name: replicas // 2 for name, replicas, *_ in loads}
