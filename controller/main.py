@@ -47,6 +47,7 @@ from controller.leaderelection import LeaderElector
 from controller.leaderguard import LeaderOnlyCloud, LeaderOnlyKube
 from controller.metrics import CALLER, RECONCILE_ERRORS, RECONCILE_TIME, RECONCILE_TOTAL
 from controller.nodetemplatestatus import NodeTemplateStatusController
+from controller.podmetrics import INTERVAL_SECONDS as POD_METRICS_SECONDS
 from controller.podmetrics import PodStartupMetrics
 from controller.provisioning.controller import ProvisioningController, ProvisioningSettings
 from controller.provisioning.counter import CounterController
@@ -241,7 +242,7 @@ def build(
         Job(provisioning, settings.tick_seconds, needs_cloud=True),
         Job(CounterController(state, kube, cloud.default_node_template), 1.0),
         Job(InitializationController(state, kube), 1.0),
-        Job(PodStartupMetrics(state), 1.0),
+        Job(PodStartupMetrics(state), POD_METRICS_SECONDS),
         Job(
             TerminationController(state, kube, cloud, clock, recorder, decisions), settings.termination_interval_seconds
         ),
