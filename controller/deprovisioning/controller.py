@@ -8,8 +8,9 @@ replacement node is initialized, then the candidate Nodes are deleted (the termi
 drains and terminates them), and then until they are gone (or `deletion_timeout_seconds` passed,
 logged): as Karpenter, no new command starts while the last one's nodes are still draining, so
 methods that act one node at a time (expiration, drift) really do. Spec §6.7: replace = cordon,
-launch, mark for deletion, wait for initialized, delete, wait for deletion; a failed launch or a
-replacement that never comes uncordons and unmarks. The cordon carries karpy's deprovisioning
+launch, mark for deletion, wait for initialized, delete, wait for deletion; a candidate that
+cannot be cordoned stops the command before any launch, and a failed launch or a replacement
+that never comes uncordons and unmarks. The cordon carries karpy's deprovisioning
 mark (`cordon.py`), and every pass first lifts the marked cordons no command in progress holds —
 those a killed controller left behind. An idle pass sets the consolidated flag until cluster
 state changes (or 5 min pass) and the next full pass waits `poll_period_seconds`. With drift on,
@@ -280,6 +281,14 @@ class DeprovisioningController:
             self._execution = Execution(cmd, (), now, deleted=now)
             return
         cordoned = self._cordon(cmd.node_names)
+        if len(cordoned) < len(cmd.node_names):
+            # a candidate left schedulable would take new pods while its replacement comes up: the
+            # command stops before it launches anything (as Karpenter's does), its cordons lifted
+            missing = sorted(set(cmd.node_names) - set(cordoned))
+            self.decisions.record(decisionlog.failed(cmd, f"cordoning {', '.join(missing)} failed"))
+            for name, obj in cordoned.items():
+                self._uncordon(name, obj)
+            return
         launched: list[str] = []
         try:
             for new in cmd.replacements:

@@ -12,9 +12,11 @@ from controller.cloudprovider.drift import Drift, DriftReason
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
+from controller.decisions import DEPROVISIONING_FAILED
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
 from controller.deprovisioning.types import DeprovisioningSettings
+from controller.kube.errors import KubeError
 from controller.kube.resources import AWSNODETEMPLATES, NODES, PDBS, PODS, PROVISIONERS
 from controller.provisioning.launcher import Launcher
 from controller.scheduling.scheduler import schedule
@@ -177,6 +179,22 @@ def test_failed_launch_uncordons_and_keeps_the_node() -> None:
     world.reconcile()
     assert not world.unschedulable("big") and world.deleting() == []
     assert DEPROVISIONING_CORDON not in world.kube.objects["nodes"]["big"]["metadata"]["annotations"]
+
+
+def test_a_candidate_that_cannot_be_cordoned_stops_the_replace_before_any_launch() -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("big", "large")
+    world.pod("a", "big", cpu="1.5")
+    world.kube.fail_next["patch"] = KubeError("apiserver unavailable", 503)
+    world.reconcile()
+    assert world.cloud.create_calls == [] and world.deleting() == []
+    assert not world.unschedulable("big")
+    assert [n["metadata"]["name"] for n in world.kube.items(NODES)] == ["big"]
+    (failed,) = [d for d in world.decisions.recent() if d.action == DEPROVISIONING_FAILED]
+    assert "cordoning big failed" in failed.reason
+    world.reconcile()  # the next pass tries again, and this time the cordon holds
+    assert world.unschedulable("big") and len(world.cloud.create_calls) == 1
 
 
 def test_a_replacement_that_never_initializes_is_given_up() -> None:
