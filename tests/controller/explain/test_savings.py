@@ -15,8 +15,8 @@ from controller.explain.savings import DATA_KEY, DAY, WEEK, Entry, SavingsLedger
 from controller.kube.client import Obj
 from controller.kube.errors import KubeError
 from controller.kube.resources import CONFIGMAPS, NODES, Kind
-from tests.controller.deprovisioning.test_controller import World as DeprovisioningWorld
-from tests.controller.deprovisioning.test_controller import replacing_big, restarted
+from tests.fakes.deprovisioning import World as DeprovisioningWorld
+from tests.fakes.deprovisioning import replacing_big, restarted
 from tests.fakes.kube import FakeKube
 
 T0 = 1_704_067_200.0
