@@ -15,11 +15,11 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    karpy does not bind — placed on existing nodes, depending on pods of other nodes (zonal
    spread or (anti-)affinity), or not tolerating a startup taint — are left to kube-scheduler,
    which sees the new nodes; with `bind_pods` off it binds them all.
-4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
-   decision record, and stay pending: they are retried in the next window.
    A pass's nodes are launched in parallel (`launch_workers`), as Karpenter launches a batch's
    machines, so the cloud provider can merge identical launches into one call (CreateFleet,
    `cloudprovider/batcher.py`); their outcomes are handled in plan order.
+4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
+   decision record, and stay pending: they are retried in the next window.
 5. A launch the cloud throttled (`LaunchError.retry_after`, RequestLimitExceeded) is no failure:
    the pass starts no further launch, its remaining pods wait (`ProvisioningPass.deferred`, a
    "waiting" evaluation, no event) and are retried once the cloud's bucket has refilled.
