@@ -15,6 +15,11 @@
   (`explain/service.py`); the what-if POST only computes.
 Read-only; it never changes anything: every other POST, and every PUT, PATCH, DELETE, answers 405.
 
+While the controller is not configured (`configwait.py`), `unavailable()` names why: every
+`/api/` path answers 503 `{"error": "not configured: …"}` (after the token check), `/healthz`
+still 200 and `/readyz` 503 with the same text; `serve()` then swaps in the controller's answers
+on the same port.
+
 Slow clients cannot pile up (issue 14, item 4): a connection has `HTTPLimits.deadline` seconds
 for its whole exchange (socket timeout and a reaper that shuts it down), and at most
 `max_connections` are open at once — a new one pushes out the oldest, so a probe always gets in.
@@ -119,6 +124,7 @@ class ControllerHTTPServer:
         prefixes: Mapping[str, Routed] | None = None,
         posts: Mapping[str, Posted] | None = None,
         access: Callable[[str], Verdict] | None = None,
+        unavailable: Callable[[], str] | None = None,
     ) -> None:
         outer = self
         bounds = limits or HTTPLimits()
@@ -149,12 +155,26 @@ class ControllerHTTPServer:
 
             def do_GET(self) -> None:
                 try:
-                    if self._refused():
+                    if self._refused() or self._unconfigured():
                         return
                     self._get()
                 except Exception as err:  # a handler error is answered, never dropped
                     body = json.dumps({"error": f"unavailable: {type(err).__name__}"}).encode()
                     self._send(503, body, "application/json")
+
+            def _why_unconfigured(self) -> str:
+                """Why this /api/ call cannot be answered: the controller is not configured ("" else)."""
+                if outer.unavailable is None or not urlparse(self.path).path.startswith("/api/"):
+                    return ""
+                return outer.unavailable()
+
+            def _unconfigured(self) -> bool:
+                """True when an /api/ call meets a controller that is not configured (answered here)."""
+                why = self._why_unconfigured()
+                if not why:
+                    return False
+                self._send(503, json.dumps({"error": why}).encode(), "application/json")
+                return True
 
             def _not_allowed(self) -> None:
                 self._send(405, b'{"error": "read-only: only GET is served"}', "application/json")
@@ -163,10 +183,10 @@ class ControllerHTTPServer:
 
             def do_POST(self) -> None:
                 handler = outer.posts.get(urlparse(self.path).path)
-                if handler is None:
+                if handler is None and not self._why_unconfigured():
                     self._not_allowed()
                     return
-                if self._refused():
+                if self._refused() or self._unconfigured() or handler is None:
                     return
                 try:
                     length = int(self.headers.get("Content-Length") or "")
@@ -225,13 +245,28 @@ class ControllerHTTPServer:
                 else:
                     self._send(404, b'{"error": "not found"}', "application/json")
 
+        self.serve(decisions, status, answers, prefixes=prefixes, posts=posts, unavailable=unavailable)
+        self.server = _GuardedServer((host, port), Handler, bounds)
+        self.thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
+
+    def serve(
+        self,
+        decisions: DecisionLog,
+        status: Callable[[], dict[str, Any]],
+        answers: Mapping[str, Callable[[], Any]] | None = None,
+        *,
+        prefixes: Mapping[str, Routed] | None = None,
+        posts: Mapping[str, Posted] | None = None,
+        unavailable: Callable[[], str] | None = None,
+    ) -> None:
+        """What the server answers from now on (`main.run` swaps the not-configured answers for the
+        controller's once it starts, on the same port)."""
         self.decisions = decisions
         self.status = status
         self.answers: Mapping[str, Callable[[], Any]] = answers or {}
         self.prefixes: Mapping[str, Routed] = prefixes or {}
         self.posts: Mapping[str, Posted] = posts or {}
-        self.server = _GuardedServer((host, port), Handler, bounds)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
+        self.unavailable = unavailable
 
     @property
     def port(self) -> int:

@@ -8,6 +8,11 @@ SIGTERM/SIGINT. Only the Lease holder's jobs act (every replica keeps its state 
 never stops mid-action: the scheduler is shut down with `wait=True`, so a running
 `reconcile()` finishes, the savings ledger stores what it owes, then the Lease is released so a
 standby takes over at once.
+
+A configuration `build` cannot start with (`ConfigError`) never ends the process — a deployed
+controller would crash-loop: `run` serves `/healthz` and a not-ready `/readyz` and `/api/`
+saying why (`configwait.py`), acts on nothing, and — when karpenter-global-settings can fix it
+(`settings_problem`) — re-reads that ConfigMap every `SETTINGS_SECONDS` and starts once it works.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from controller.cloudhealth import CloudHealth, publish_unavailable
 from controller.cloudprovider.base import CloudProvider
 from controller.cloudprovider.errors import CloudProviderError
 from controller.cloudprovider.metered import MeteredCloud
+from controller.configwait import Check, ConfigWait
 from controller.decisions import DecisionLog
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.deprovisioning.launcher import ProvisioningLauncher
@@ -120,7 +126,12 @@ class App:
 
 
 class ConfigError(Exception):
-    """A setting that cannot work (the message names it)."""
+    """A setting that cannot work (the message names it); `by_settings`: the karpenter-global-settings
+    ConfigMap can fix it, so `run` re-reads that until it does (`configwait.py`)."""
+
+    def __init__(self, message: str, by_settings: bool = False) -> None:
+        super().__init__(message)
+        self.by_settings = by_settings
 
 
 def make_cloud_provider(settings: Settings, clock: Clock) -> CloudProvider:
@@ -271,10 +282,9 @@ def build(
         settings, raw_kube, recorder, clock, cloud, provisioning, queue, deprovisioning=deprovisioning
     )
     watch.reconcile()  # karpenter-global-settings before any other job acts
-    if settings.cloud_provider == "aws" and not watch.current.cluster_name.strip():
-        # Karpenter v0.31 does not start without aws.clusterName; karpy neither, saying where to set it
-        unread = "" if watch.read else " (karpenter-global-settings could not be read)"
-        raise ConfigError((watch.problem or CLUSTER_NAME_REQUIRED) + unread)
+    problem = settings_problem(settings, watch)
+    if problem:
+        raise ConfigError(problem, by_settings=True)
     insight.settings_problem = lambda: watch.problem  # the dashboard's banner
     jobs.insert(0, Job(watch, SETTINGS_SECONDS))
     return App(
@@ -284,6 +294,29 @@ def build(
 
 
 SETTINGS_SECONDS = 2.0
+
+
+def settings_problem(settings: Settings, watch: SettingsWatch) -> str:
+    """Why the effective settings cannot start the controller ("" when they can): Karpenter v0.31 does
+    not start without aws.clusterName; karpy neither, saying where to set it."""
+    if settings.cloud_provider == "aws" and not watch.current.cluster_name.strip():
+        unread = "" if watch.read else " (karpenter-global-settings could not be read)"
+        invalid = watch.problem and not watch.problem.endswith(CLUSTER_NAME_REQUIRED)  # the ConfigMap's own
+        return (watch.problem if invalid else CLUSTER_NAME_REQUIRED) + unread
+    return ""
+
+
+def settings_check(settings: Settings, kube: Kube, clock: Clock) -> Check:
+    """`settings_problem` of karpenter-global-settings as it is now, for `ConfigWait`: read by a
+    `SettingsWatch` that applies nothing, discovers no endpoint and writes no event."""
+    watch = SettingsWatch(kube, EventRecorder(None, clock), clock, settings, lambda old, new: None,
+                          getattr(kube, "version", None))  # fmt: skip
+
+    def check() -> str:
+        watch.reconcile()
+        return settings_problem(settings, watch)
+
+    return check
 
 
 def _settings_watch(
@@ -312,7 +345,7 @@ def _settings_watch(
 
     def discover_endpoint(current: Settings) -> tuple[str, str]:
         found = cluster_info(kube)
-        if not found[0] and cloud.name == "aws":
+        if not found[0] and cloud.name == "aws" and current.cluster_name:  # no name: nothing to ask EKS
             found = cloud.describe_cluster(current.cluster_name)  # type: ignore[attr-defined]
         return found
 
@@ -405,42 +438,93 @@ def store_savings_before_hand_over(app: App) -> None:
         log.exception("storing savings before releasing the lease", extra={"controller": app.savings.name})
 
 
+def configure(
+    settings: Settings,
+    kube: Kube,
+    clock: Clock,
+    pause: Callable[[float], bool],
+    waiting: ConfigWait,
+    on_wait: Callable[[ConfigWait], None],
+) -> App | None:
+    """`build()` until it works; while it raises `ConfigError`, `waiting` holds the problem (`on_wait`
+    once, at the first: `run` serves the not-configured answers) and is re-checked — through the
+    settings when they can fix it — until it is gone or `pause` says the process is stopping
+    (None)."""
+    while True:
+        try:
+            return build(settings, kube=kube, clock=clock)
+        except ConfigError as err:
+            first = not waiting.problem
+            waiting.failed(str(err), settings_check(settings, kube, clock) if err.by_settings else None)
+            if first:
+                on_wait(waiting)
+        if not waiting.wait(pause):
+            return None
+
+
 def run(settings: Settings) -> int:
+    """The controller process. A configuration that cannot work never ends it (a deployed controller
+    would crash-loop): it stays up not ready, saying why, until the configuration works or SIGTERM
+    (exit 2 then; 0 after a normal run). Only a command line that does not parse, or a flag value
+    that is invalid by itself, exits 2 at once (`karpy/controller_command.py`)."""
     logs.setup(settings.log_format, settings.log_level)
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     log.info("starting karpy controller", extra={"settings": settings.to_log()})
-    try:
-        app = build(settings)
-    except ConfigError as err:
-        log.error("%s", err)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("received signal %d, shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    clock = SystemClock()
+    access = None
+    if settings.api_auth == "kubernetes":  # reviews go through a client of their own: not leader-gated
+        access = KubeAccess(KubeClient(settings.kubeconfig or None, timeout=5.0), time.monotonic).check
+    waiting = ConfigWait(clock, SETTINGS_SECONDS)
+    servers: list[ControllerHTTPServer] = []
+
+    def serve_not_configured(waiting: ConfigWait) -> None:
+        http = ControllerHTTPServer(
+            settings.http_host, settings.http_port, DecisionLog(clock), waiting.status, access=access,
+            unavailable=waiting.unavailable,
+        )  # fmt: skip
+        http.start()
+        log.info("serving /healthz; /readyz and /api/v1 answer 503 until configured", extra={"port": http.port})
+        servers.append(http)
+
+    kube = KubeClient(settings.kubeconfig or None)
+    built = configure(settings, kube, clock, stop.wait, waiting, serve_not_configured)
+    if built is None:
+        for http in servers:
+            http.stop()
+        log.info("stopped without being configured")
         return 2
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("received signal %d, shutting down", signum)
-        app.stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
+    app = built
+    app.stop = stop
     start_informers(app.kube, app.state, app.stop, settings.resync_seconds)
     answers = {
         "/api/v1/nodes": app.insight.nodes,
         "/api/v1/pods/pending": app.insight.pending,
         "/api/v1/savings": lambda: {**app.savings.answer(), "opportunity": app.explainer.opportunity()},
     }
-    access = None
-    if settings.api_auth == "kubernetes":  # reviews go through a client of their own: not leader-gated
-        access = KubeAccess(KubeClient(settings.kubeconfig or None, timeout=5.0), time.monotonic).check
-    http = ControllerHTTPServer(
-        settings.http_host, settings.http_port, app.decisions, app.status, answers,
-        prefixes=prefix_routes(app.explainer), posts=post_routes(app.explainer), access=access,
-    )  # fmt: skip
+    routes: dict[str, Any] = {"prefixes": prefix_routes(app.explainer), "posts": post_routes(app.explainer)}
+    if servers:  # the same port: the answers swap, the probes never see it closed
+        http = servers[0]
+        http.serve(app.decisions, app.status, answers, **routes)
+    else:
+        http = ControllerHTTPServer(
+            settings.http_host, settings.http_port, app.decisions, app.status, answers, access=access, **routes
+        )
     # registering calls only `describe()`: nothing reaches the cloud at start (issue 20, defect 5)
     capacity = CapacityCollector(app.state.snapshot, app.insight.prices)
     REGISTRY.register(capacity)
-    http.start()
+    if not servers:
+        http.start()
     log.info("serving /metrics, /healthz, /api/v1/decisions, nodes and pods/pending", extra={"port": http.port})
     if app.elector is not None:
         threading.Thread(target=app.elector.run, args=(app.stop,), name="leader-election", daemon=True).start()

@@ -12,7 +12,8 @@ published as a `Warning` event `InvalidSettings` on the ConfigMap and kept in `p
 controller's `/api/v1/status` → the dashboard's banner) until a good version arrives. No
 ConfigMap means the defaults. An apiserver that cannot be reached keeps the current settings. With
 `--cloud-provider aws` a cluster name is required (Karpenter's `aws.clusterName`): effective settings
-without one are refused like an invalid ConfigMap, and `main.build` refuses to start without one.
+without one are refused like an invalid ConfigMap, and `main.build` does not start without one
+(`main.run` waits, not ready, re-reading the ConfigMap until it has one: `configwait.py`).
 
 Discovery: with no Kubernetes version set (`--aws-kubernetes-version`), the apiserver's `/version`
 gives it (re-read every `VERSION_SECONDS`, so the AMIs' SSM paths follow an upgrade); with no

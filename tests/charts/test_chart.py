@@ -268,6 +268,27 @@ def test_aws_without_a_region_is_refused(helm: Path) -> None:
     assert proc.returncode != 0 and "controller.aws.region is required" in proc.stderr
 
 
+def test_an_unknown_cloud_provider_is_refused(helm: Path) -> None:
+    proc = subprocess.run(
+        [str(helm), "template", "karpy", str(CHART), "--set", "controller.cloudProvider=gcp"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "controller.cloudProvider must be simulated or aws" in proc.stderr
+
+
+def test_a_controller_not_configured_is_alive_but_not_ready(helm: Path) -> None:
+    """Liveness is /healthz (a controller waiting for its configuration is not restarted into a crash
+    loop), readiness /readyz (it is not ready until configured). Without a cluster name the aws
+    install is not refused: karpenter-global-settings, which the chart does not manage, may name it."""
+    aws = ["--set", "controller.cloudProvider=aws", "--set", "controller.aws.region=us-east-1"]
+    container = pod_spec(render(helm, *aws), "controller")["containers"][0]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert "KARPY_CLUSTER_NAME" not in {e["name"] for e in container["env"]}
+    lint = subprocess.run([str(helm), "lint", str(CHART), *aws], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr  # NOTES.txt's warning renders
+
+
 def test_simulated_cloud_state_is_shared_by_the_controller_replicas(helm: Path) -> None:
     # issue 14, item 3: each replica had its own store on an emptyDir, so after a failover the
     # new leader saw no instances (and garbage collection deleted every node)

@@ -116,3 +116,28 @@ def test_with_access_the_api_needs_an_authorized_token_and_the_probes_do_not() -
             assert requests.get(f"{url}{path}", timeout=5).status_code == 200, path
     finally:
         srv.stop()
+
+
+def test_while_not_configured_the_api_answers_503_with_why_and_serve_swaps_in_the_answers() -> None:
+    why = "not configured: cluster-name: required with --cloud-provider aws"
+    srv = ControllerHTTPServer(
+        "127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"notReady": why}, unavailable=lambda: why
+    )
+    srv.start()
+    url = f"http://127.0.0.1:{srv.port}"
+    try:
+        assert requests.get(f"{url}/healthz", timeout=5).status_code == 200  # alive: no restart
+        ready = requests.get(f"{url}/readyz", timeout=5)
+        assert (ready.status_code, ready.text) == (503, why)
+        for path in ("/api/v1/status", "/api/v1/nodes", "/api/v1/decisions", "/api/v1/explain/nodes/n1"):
+            got = requests.get(url + path, timeout=5)
+            assert (got.status_code, got.json()) == (503, {"error": why}), path
+        posted = requests.post(f"{url}/api/v1/what-if", data="{}", timeout=5)
+        assert (posted.status_code, posted.json()) == (503, {"error": why})
+        assert requests.get(f"{url}/metrics", timeout=5).status_code == 200
+        srv.serve(DecisionLog(FakeClock()), lambda: {"synced": True}, {"/api/v1/nodes": lambda: {"nodes": []}})
+        assert requests.get(f"{url}/readyz", timeout=5).text == "ok"
+        assert requests.get(f"{url}/api/v1/nodes", timeout=5).json() == {"nodes": []}
+        assert requests.get(f"{url}/api/v1/decisions", timeout=5).json() == []
+    finally:
+        srv.stop()

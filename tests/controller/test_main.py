@@ -14,13 +14,14 @@ from prometheus_client import REGISTRY
 from controller.clock import FakeClock
 from controller.cloudprovider.base import NodeRequest
 from controller.cloudprovider.errors import CloudProviderError
+from controller.configwait import ConfigWait
 from controller.core.requirements import Requirements
 from controller.decisions import Decision
 from controller.deprovisioning.controller import DeprovisioningController
 from controller.kube.errors import KubeError
 from controller.kube.resources import CONFIGMAPS, NODES
-from controller.main import ConfigError, build, job_body, store_savings_before_hand_over
-from controller.settings import Settings
+from controller.main import ConfigError, build, configure, job_body, store_savings_before_hand_over
+from controller.settings import CLUSTER_NAME_REQUIRED, Settings
 from tests.builders.wire import make_node
 from tests.fakes.cloudprovider import FakeCloudProvider
 from tests.fakes.kube import FakeKube
@@ -202,6 +203,57 @@ def test_the_aws_provider_refuses_to_start_without_a_cluster_name() -> None:
     # the simulated cloud needs no real cluster: it runs as "karpy" when none is set
     sim = build(Settings(), kube=FakeKube(clock), clock=clock)
     assert sim.cloud.name == "simulated" and sim.settings.cluster_name == ""
+
+
+def test_without_a_cluster_name_the_controller_waits_for_the_configmap_then_starts() -> None:
+    """No crash loop: `configure` holds the problem (served as not ready), re-reads
+    karpenter-global-settings each poll and builds the controller once aws.clusterName is there."""
+    clock = FakeClock()
+    kube = FakeKube(clock)
+    aws = Settings(cloud_provider="aws", aws_region="us-east-1", aws_endpoint_url="http://127.0.0.1:9",
+                   settings_namespace="karpy")  # fmt: skip
+    with pytest.raises(ConfigError) as refused:
+        build(aws, kube=kube, clock=clock)
+    assert refused.value.by_settings
+    meta = {"name": "karpenter-global-settings", "namespace": "karpy"}
+    served: list[str] = []
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> bool:
+        pauses.append(seconds)
+        if len(pauses) == 2:  # an invalid ConfigMap: still waiting, now saying what is wrong with it
+            kube.put(CONFIGMAPS, {"metadata": meta, "data": {"aws.clusterName": ""}})
+        if len(pauses) == 3:
+            assert "aws.clusterName: clusterName is required" in waiting.problem
+            kube.put(CONFIGMAPS, {"metadata": meta, "data": {"aws.clusterName": "from-configmap"}})
+        clock.step(seconds)
+        return False
+
+    waiting = ConfigWait(clock)
+    app = configure(aws, kube, clock, pause, waiting, lambda w: served.append(w.unavailable()))
+    assert app is not None and app.cloud.settings.cluster_name == "from-configmap"  # type: ignore[attr-defined]
+    assert served == ["not configured: " + CLUSTER_NAME_REQUIRED]  # served once, at the first problem
+    assert pauses == [2.0, 2.0, 2.0]
+    # nothing written while waiting: the ConfigMap is the test's; the events are the two failed
+    # builds' (the one above and configure's first), none from the polls
+    assert {kind for _, kind, _, _ in kube.log} == {"configmaps"}
+    assert [e["reason"] for e in kube.events] == ["InvalidSettings"] * 2
+
+
+def test_a_problem_only_a_flag_fixes_waits_until_stopped(tmp_path: Path) -> None:
+    clock = FakeClock()
+    bad = tmp_path / "prices.json"
+    bad.write_text("{}")
+    settings = Settings(cloud_provider="aws", aws_region="us-east-1", aws_price_file=str(bad), cluster_name="c")
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> bool:
+        pauses.append(seconds)
+        return len(pauses) == 4  # SIGTERM during the fourth pause
+
+    waiting = ConfigWait(clock)
+    assert configure(settings, FakeKube(clock), clock, pause, waiting, lambda w: None) is None
+    assert len(pauses) == 4 and "prices.json" in waiting.problem and waiting.check is None
 
 
 def test_aws_settings_need_a_region_and_valid_tags() -> None:

@@ -79,6 +79,15 @@ def _bounded(resp: Any, limit: int, deadline: float) -> bytes:
     return bytes(body)
 
 
+def _reason(body: bytes) -> str:
+    """The error a JSON error answer names (e.g. 503 "not configured: …") after ": ", else nothing."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return ""
+    return f": {str(error)[:1024]}" if error else ""
+
+
 class ControllerError(Exception):
     """The controller could not be reached or answered something unusable (the message says which)."""
 
@@ -145,7 +154,8 @@ class ControllerAPI:
             )  # fmt: skip
             try:
                 if resp.status != 200 and not (keep_4xx and 400 <= resp.status < 500):
-                    raise ControllerError(f"the controller answered HTTP {resp.status} for {path}")
+                    said = _reason(_bounded(resp, 4096, time.monotonic() + timeout))
+                    raise ControllerError(f"the controller answered HTTP {resp.status} for {path}{said}")
                 body = _bounded(resp, MAX_ANSWER_BYTES, time.monotonic() + timeout)
             finally:
                 resp.release_conn()

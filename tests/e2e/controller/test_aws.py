@@ -14,9 +14,9 @@ template are collected.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,14 +28,14 @@ from controller.cloudprovider.aws.api import AWSApi, Boto3Transport
 from controller.cloudprovider.aws.fleet import OWNERSHIP_TAG
 from controller.cloudprovider.aws.provider import AWSCloudProvider, AWSSettings
 from controller.core import labels as L
-from controller.kube.resources import AWSNODETEMPLATES
+from controller.kube.errors import NotFoundError
+from controller.kube.resources import AWSNODETEMPLATES, LEASES
+from localcluster import procs
 from tests.controller.cloudprovider.aws.builders import DISCOVERY, Account, make_account
 from tests.controller.cloudprovider.aws.test_provider_moto import karpenter_instance, karpenter_launch_template
 from tests.e2e.env import FAST, Controller, KarpyEnv
 from tests.support.moto import REGION, MotoServer
 from tests.support.poll import until
-
-REPO = Path(__file__).resolve().parents[3]
 
 pytestmark = pytest.mark.e2e
 
@@ -250,30 +250,58 @@ def instance_tags_of(moto: MotoServer, provider_id: str) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in found["Reservations"][0]["Instances"][0].get("Tags") or []}
 
 
-def test_the_aws_controller_refuses_to_start_without_a_cluster_name(karpy: KarpyEnv, moto_server: MotoServer) -> None:
-    """Karpenter v0.31 requires aws.clusterName: with no flag, no variable and no ConfigMap key the
-    controller exits 2 saying where to set it, having launched nothing; the ConfigMap's key starts it."""
-    argv = [
-        sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(karpy.cluster.kubeconfig),
-        "--cloud-provider", "aws", "--aws-region", REGION, "--aws-endpoint-url", moto_server.url,
-        "--settings-namespace", karpy.namespace, "--log-format", "text", "--http-port", "0",
-        "--leader-election-name", karpy.lease,
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "KARPY_CLUSTER_NAME"}
-    refused = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
-    assert refused.returncode == 2, refused.stderr[-2000:]
-    assert "cluster-name: required with --cloud-provider aws" in refused.stderr
-    assert "aws.clusterName in the karpenter-global-settings ConfigMap" in refused.stderr
-    assert not moto_server.client("ec2").describe_instances()["Reservations"]
-    put_settings(karpy, {"aws.clusterName": ""})
-    refused = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
-    assert refused.returncode == 2 and "aws.clusterName: clusterName is required" in refused.stderr
-    put_settings(karpy, {"aws.clusterName": "from-configmap"})
+def answer(ctrl: Controller, path: str) -> tuple[int, str]:
+    """(HTTP status, body) of a GET, keeping an error status instead of raising."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ctrl.port}{path}", timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_the_aws_controller_waits_for_a_cluster_name_then_starts(karpy: KarpyEnv, moto_server: MotoServer) -> None:
+    """Karpenter v0.31 requires aws.clusterName. With no flag, no variable and no ConfigMap key the
+    controller does not exit (a deployed one would crash-loop): it stays up, alive but not ready,
+    its API answering 503 with where to set the name, touching neither the cluster nor the cloud;
+    the ConfigMap's key then starts it — ready, its jobs running — with no restart."""
     ctrl = karpy.start(
         "replica-a", "--cloud-provider", "aws", "--aws-region", REGION, "--aws-endpoint-url", moto_server.url,
         "--settings-namespace", karpy.namespace, "--cluster-name", "",  # the env's own name unset again
+        wait_ready=False,
     )  # fmt: skip
+    needs = "not configured: cluster-name: required with --cloud-provider aws"
+    until(lambda: needs in answer(ctrl, "/readyz")[1], 60, "readyz naming the missing cluster name")
+    code, why = answer(ctrl, "/readyz")
+    assert code == 503 and "aws.clusterName in the karpenter-global-settings ConfigMap" in why
+    assert answer(ctrl, "/healthz") == (200, "ok")  # alive: a restart would not help
+    code, body = answer(ctrl, "/api/v1/nodes")
+    assert code == 503 and json.loads(body)["error"].startswith(needs)
+    with pytest.raises(NotFoundError):  # no Lease taken: nothing acts
+        karpy.kube.get(LEASES, karpy.lease, "kube-system")
+    assert not moto_server.client("ec2").describe_instances()["Reservations"]
+    put_settings(karpy, {"aws.clusterName": ""})  # a ConfigMap without the name: still waiting, saying so
+    refused = "aws.clusterName: clusterName is required"
+    until(lambda: refused in answer(ctrl, "/readyz")[1], 30, "the ConfigMap's problem")
+    assert procs.alive(ctrl.proc)
+    log = Path(ctrl.proc.log).read_text()
+    assert log.count("not configured, not acting") == 2  # once per problem, not once per poll
+    put_settings(karpy, {"aws.clusterName": "from-configmap"})
+    until(lambda: answer(ctrl, "/readyz") == (200, "ok"), 60, "ready once the ConfigMap names the cluster")
+    assert karpy.kube.get(LEASES, karpy.lease, "kube-system")["spec"]["holderIdentity"] == "replica-a"
+    karpy.passes("provisioning")
+    karpy.passes("settings")
     assert "cluster_name='from-configmap'" in Path(ctrl.proc.log).read_text()
+
+
+def test_a_controller_waiting_on_a_flag_stops_at_sigterm(karpy: KarpyEnv) -> None:
+    """A problem only a flag can fix (an unreadable --simulated-catalog) keeps the process up, not
+    ready, until it is stopped — promptly."""
+    ctrl = karpy.start("replica-a", "--simulated-catalog", str(karpy.tmp / "missing.json"), wait_ready=False)
+    until(lambda: "not configured: simulated-catalog" in answer(ctrl, "/readyz")[1], 60, "readyz naming the flag")
+    stopped = time.monotonic()
+    procs.stop(ctrl.proc, grace_seconds=10)
+    assert not procs.alive(ctrl.proc) and time.monotonic() - stopped < 5
+    assert "stopped without being configured" in Path(ctrl.proc.log).read_text()
 
 
 def test_karpenter_global_settings_change_a_running_controller(

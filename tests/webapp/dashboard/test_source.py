@@ -45,6 +45,20 @@ def test_the_controllers_answers(controller: tuple[str, dict[str, int]]) -> None
     assert got.cloud_problem == ""
 
 
+def test_a_controller_not_configured_says_why() -> None:
+    """Its 503's reason reaches the dashboard's error, not just the status code."""
+    why = "not configured: cluster-name: required with --cloud-provider aws"
+    srv = ControllerHTTPServer(
+        "127.0.0.1", 0, DecisionLog(FakeClock()), lambda: {"notReady": why}, unavailable=lambda: why
+    )
+    srv.start()
+    try:
+        got = ask_controller(ControllerAPI(f"http://127.0.0.1:{srv.port}"))
+    finally:
+        srv.stop()
+    assert got.error == f"the controller answered HTTP 503 for /api/v1/nodes: {why}"
+
+
 def test_a_cloud_that_does_not_answer_is_passed_on() -> None:
     problem = "ec2 DescribeInstanceTypes: AuthFailure: AWS was not able to validate the credentials"
     answers = {
