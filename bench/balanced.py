@@ -36,9 +36,11 @@ savings ($/h) against cumulative pods moved:
   applied (its candidates gone, its replacement launched, each pod where the command's simulation
   put it) until no method acts.
 
-The table compares, after each of karpy's commands, its cumulative savings with the best ranking
-curve at the same pods moved (linear between a curve's moves); "at or above at every level"
-checks every breakpoint of either curve up to karpy's last command.
+Each round says whether, after every one of karpy's commands, its cumulative savings are at or
+above the best ranking curve's at the same pods moved (a curve linear between its moves; past its
+last move it saves no more), with the lowest margin; and the lowest margin at every breakpoint of
+either curve up to karpy's last command, karpy's curve also taken as linear between its commands
+(as if a command's saving came pod by pod). `--detail` prints every command.
 
     python -m bench.balanced [--rounds 10] [--pods 5000] [--detail]
 """
