@@ -87,15 +87,19 @@ class Boto3Transport:
         self._region = region
         self._pricing_region = pricing_region
         self._clients: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()
 
     def _client(self, service: str) -> Any:
-        client = self._clients.get(service)
-        if client is None:
-            region = self._pricing_region if service == "pricing" else self._region
-            config = self._long_poll_config if service == "sqs" else self._config
-            client = self._session.client(service, region_name=region, endpoint_url=self._endpoint_url, config=config)
-            self._clients[service] = client
-        return client
+        with self._clients_lock:  # a boto3 session is not thread-safe; its clients are
+            client = self._clients.get(service)
+            if client is None:
+                region = self._pricing_region if service == "pricing" else self._region
+                config = self._long_poll_config if service == "sqs" else self._config
+                client = self._session.client(
+                    service, region_name=region, endpoint_url=self._endpoint_url, config=config
+                )
+                self._clients[service] = client
+            return client
 
     def call(self, service: str, operation: str, params: Mapping[str, Any]) -> dict[str, Any]:
         from botocore.exceptions import BotoCoreError, ClientError

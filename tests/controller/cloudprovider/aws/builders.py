@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,14 +77,18 @@ class RecordingTransport:
         self.inner = inner
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
         self.fail: dict[str, list[ApiError]] = {}
+        self._lock = threading.Lock()
 
     def call(self, service: str, operation: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        self.calls.append((service, operation, dict(params)))
-        queued = self.fail.get(operation)
-        if queued:
-            raise queued.pop(0)
-        result: dict[str, Any] = self.inner.call(service, operation, params)
-        return result
+        # one call at a time: concurrent launches (batched or not) reach moto_server, whose
+        # in-memory backend is not built for simultaneous writes
+        with self._lock:
+            self.calls.append((service, operation, dict(params)))
+            queued = self.fail.get(operation)
+            if queued:
+                raise queued.pop(0)
+            result: dict[str, Any] = self.inner.call(service, operation, params)
+            return result
 
     def named(self, operation: str) -> list[dict[str, Any]]:
         return [params for _, op, params in self.calls if op == operation]
