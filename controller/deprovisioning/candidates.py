@@ -108,15 +108,8 @@ def disruption_cost(node: NodeView, provisioner: Provisioner, now: float) -> flo
 
 
 def by_disruption_cost(cands: Iterable[Candidate]) -> list[Candidate]:
-    """Cheapest to disrupt first (spec §6.6). Karpenter leaves equal costs in an unspecified order;
-    karpy takes the dearest node first among them (for the same disruption, the most a removal can
-    save; a node without a known price last), then creation time and name (deterministic)."""
-    return sorted(cands, key=lambda c: (c.disruption_cost, -_price_or_zero(c), c.node.created, c.name))
-
-
-def _price_or_zero(cand: Candidate) -> float:
-    price = cand.price
-    return 0.0 if price is None else price
+    """Cheapest to disrupt first; ties by creation time then name (karpy's deterministic order)."""
+    return sorted(cands, key=lambda c: (c.disruption_cost, c.node.created, c.name))
 
 
 def expiration_time(cand: Candidate) -> float | None:

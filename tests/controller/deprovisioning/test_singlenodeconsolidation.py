@@ -73,12 +73,11 @@ def test_a_sweep_over_budget_limited_passes_examines_every_candidate_once_then_f
     """Issue 21: no timeout drops the candidates after it — each pass continues after the last
     candidate the previous one examined, so a small budget still covers every node."""
     # five mediums stay (their pods are pinned to their hosts); the large one's 5.5 cpu fit a
-    # cheaper 6-cpu type — its pod costs more to disrupt, so it is the last candidate of the order
+    # cheaper 6-cpu type — it is the last candidate of the order
     types = [SMALL, MEDIUM, LARGE, instance_type("six", 6, price=0.25)]
     provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=types)]
     full = [make_node(f"full{i}", MEDIUM, pods=[pinned(f"p{i}", f"full{i}", 1)], created=at(i)) for i in range(5)]
-    wide = make_pod("wide", cpu=5.5, annotations={L.POD_DELETION_COST: str(2**27)})  # disruption cost 2
-    big = make_node("big", LARGE, pods=[wide], created=at(9))
+    big = make_node("big", LARGE, pods=[make_pod("wide", cpu=5.5)], created=at(9))
     base = make_inputs([*full, big], provisioners)
     unlimited = SingleNodeConsolidation().compute(base, schedule)
     assert unlimited.command is not None and unlimited.command.node_names == ("big",)
