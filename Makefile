@@ -79,7 +79,6 @@ bench: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.optimality
 	$(BIN)/python -m bench.e2e
 	$(MAKE) bench-scale
-	$(MAKE) bench-balanced
 	$(MAKE) bench-karpenter
 
 # Scale (issue 21), in process: provisioning at 40,000 pending pods (10,000 that never fit) and
@@ -90,7 +89,8 @@ bench-scale: $(STAMP)
 
 # Consolidation quality (issue 21) on the workload of Karpenter's balanced-consolidation RFC script
 # (5,000 pods, 10 churn rounds; its ranking curves against karpy's consolidation, round by round).
-# In process, long on 2 cores: BALANCED_ARGS="--pods 1000 --rounds 2" for a shorter run.
+# In process, long on 2 cores (~20 min a round), so not part of `make bench`: BALANCED_ARGS="--pods 1000
+# --rounds 2" for a shorter run. Not part of `make test`.
 BALANCED_ARGS ?=
 bench-balanced: $(STAMP)
 	$(BIN)/python -m bench.balanced $(BALANCED_ARGS)
