@@ -19,8 +19,9 @@ Both make nodes labelled `kwok.x-k8s.io/node: fake`, which the cluster's kwok ru
 Printed per autoscaler: seconds until 50 % / 90 % / 100 % of the pods are Running; nodes, $/h
 (each node's offering price in the shared catalog) and CPU/memory packing when all are Running;
 the zonal spread's skew (max - min Running pods over the zones of the nodes); after scaling to
-half, the seconds until the node set stops changing (`--quiet` seconds without a change) and the
-nodes and $/h then; after scaling to zero, the seconds until no node is left; the controller's
+half, the seconds until the node set stops changing (`--quiet` seconds without a change), the
+nodes and $/h then, and that $/h over karpy's own fresh provisioning of the remaining pods
+(`fresh_price`); after scaling to zero, the seconds until no node is left; the controller's
 peak memory (VmHWM) and CPU seconds over the whole run; the requests its own client sent
 (karpy's `rest_client_requests_total`, Karpenter's `client_go_request_total`) and the
 apiserver's `apiserver_request_total` delta (every client: the scheduler, controller manager and
@@ -33,8 +34,8 @@ them — and the CPU seconds each process (the controller, etcd, kube-apiserver,
 kube-controller-manager, kwok) spent until all pods were Running. `--running-timeout` caps the
 wait for Running (then the Running share reached is reported and the scale-downs are skipped);
 `--settle-timeout` caps each scale-down's wait; `--no-scale-down` stops at all Running. `--out
-DIR` keeps each run's result, stage times, the controller's and the apiserver's /metrics at
-all-Running and, with `--py-spy BIN`, a py-spy profile (raw collapsed stacks) of karpy's
+DIR` keeps each run's result, stage times, the controller's log, its and the apiserver's /metrics
+at all-Running and, with `--py-spy BIN`, a py-spy profile (raw collapsed stacks) of karpy's
 controller over the same span.
 """
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -517,6 +519,8 @@ def run(
             return result
         finally:
             procs.stop(ctrl)
+            if opts.out:  # the controller's log, kept with the run's figures
+                shutil.copyfile(ctrl.log, opts.out / f"{auto.name.lower()}-{pods}.controller.log")
     finally:
         cluster.down()
 
