@@ -81,6 +81,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUN_SH = REPO / "bench" / "karpenter" / "run.sh"
 KWOK_NODE_LABEL = "kwok.x-k8s.io/node"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+DISRUPTED_TAINT = "karpenter.sh/disrupted"  # Karpenter v1's taint on a node it is disrupting
 # name, share of the pods, cpu, memory, zonal spread (bench.e2e's 5,000-pod scenario)
 SHAPES = (
     ("bench-web", 0.3, "250m", "512Mi", True),
@@ -281,19 +282,38 @@ def spread_skew(kube: KubeClient, app: str, node_label: str) -> int:
     return max(counts.values()) - min(counts.values()) if counts else 0
 
 
+def fleet_state(nodes: list[dict[str, Any]], node_label: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(names, names of those being disrupted) of the autoscaler's nodes: a node being deleted,
+    cordoned or tainted by Karpenter's disruption is still in the set while it drains, but the
+    fleet is not settled."""
+    names, busy = set(), set()
+    for node in nodes:
+        meta = node["metadata"]
+        if node_label not in meta.get("labels", {}):
+            continue
+        names.add(meta["name"])
+        spec = node.get("spec") or {}
+        taints = {t.get("key") for t in spec.get("taints") or []}
+        if meta.get("deletionTimestamp") or spec.get("unschedulable") or DISRUPTED_TAINT in taints:
+            busy.add(meta["name"])
+    return frozenset(names), frozenset(busy)
+
+
 def settle(
     kube: KubeClient, node_label: str, started: float, quiet: float, timeout: float, done: Callable[[set[str]], bool]
 ) -> float | None:
     """Seconds from `started` until the last change of the autoscaler's node set, once it has not
-    changed for `quiet` seconds and `done(names)` holds (None: not within `timeout`)."""
-    last = {n["metadata"]["name"] for n in kube.list(NODES).items if node_label in n["metadata"].get("labels", {})}
+    changed for `quiet` seconds, no node of it is being disrupted (`fleet_state`: a replacement
+    draining its candidates is not settled however long the drain) and `done(names)` holds
+    (None: not within `timeout`)."""
+    last = fleet_state(kube.list(NODES).items, node_label)
     changed = started
     while time.monotonic() - started < timeout:
         time.sleep(2)
-        names = {n["metadata"]["name"] for n in kube.list(NODES).items if node_label in n["metadata"].get("labels", {})}
-        if names != last:
-            last, changed = names, time.monotonic()
-        elif done(names) and time.monotonic() - changed >= quiet:
+        state = fleet_state(kube.list(NODES).items, node_label)
+        if state != last:
+            last, changed = state, time.monotonic()
+        elif not state[1] and done(set(state[0])) and time.monotonic() - changed >= quiet:
             return round(changed - started, 1)
     return None
 

@@ -4,8 +4,9 @@ summary of where the time to Running went, karpy's fresh provisioning price."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from bench.karpenter_e2e import Catalog, fresh_price, kwok_catalog, stage_summary, workloads
+from bench.karpenter_e2e import Catalog, fleet_state, fresh_price, kwok_catalog, stage_summary, workloads
 from controller.cloudprovider.simulated.catalog import catalog_from_json
 from controller.core import labels as L
 
@@ -77,3 +78,20 @@ def test_fresh_price_is_one_decision_over_every_remaining_pod(tmp_path: Path) ->
     # 12 pods of bench-worker (1 CPU, 2Gi): 3 a node (pods: 110), 4 nodes at the cheapest offering
     price = fresh_price(catalog, {"bench-worker": 12, "bench-api": 0}, tmp_path)
     assert price == 4 * 0.2  # on-demand only: the Provisioner's requirements
+
+
+def test_a_fleet_with_a_node_draining_is_not_settled() -> None:
+    def node(name: str, label: str = L.PROVISIONER_NAME, **extra: object) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "labels": {label: "default"}}
+        if "deleting" in extra:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        spec: dict[str, Any] = {"unschedulable": True} if "cordoned" in extra else {}
+        if "disrupted" in extra:
+            spec = {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}
+        return {"metadata": meta, "spec": spec}
+
+    nodes = [node("a"), node("b", deleting=True), node("c", cordoned=True), node("d", disrupted=True),
+             node("other", label="not-ours")]  # fmt: skip
+    names, busy = fleet_state(nodes, L.PROVISIONER_NAME)
+    assert names == {"a", "b", "c", "d"} and busy == {"b", "c", "d"}
+    assert fleet_state([node("a")], L.PROVISIONER_NAME) == (frozenset({"a"}), frozenset())
