@@ -253,7 +253,7 @@ def build(
         Job(provisioning, settings.tick_seconds, needs_cloud=True),
         Job(CounterController(state, kube, cloud.default_node_template), 1.0),
         Job(InitializationController(state, kube), 1.0),
-        Job(PodStartupMetrics(state), POD_METRICS_SECONDS),
+        Job(PodStartupMetrics(state, started=clock.now()), POD_METRICS_SECONDS),
         Job(
             TerminationController(state, kube, cloud, clock, recorder, decisions), settings.termination_interval_seconds
         ),

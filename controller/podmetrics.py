@@ -7,8 +7,10 @@ how often this job runs, and a pod is observed even if it went from created to R
 runs; so the job runs every 5 s, not every second: each run walks every pod, which at 20,000 pods
 was 9 % of the controller's busy time during a scale-up (issue 21's end-to-end profile). A pod
 created, Ready and gone within one interval is not observed.
-Pods already past `Pending` at the first synced run (running before the controller started) are
-never observed — their age says nothing about startup; pods that go away are forgotten.
+Pods created before the controller started (`started`) and already past `Pending` at the first
+synced run are never observed — their age says nothing about startup; a pod created after the
+start is observed even when the first synced run (up to an interval after the start, later while
+the watches sync) finds it running already. Pods that go away are forgotten.
 (Karpenter, watch-driven, takes the condition whatever its status for a pod it saw Pending; a
 running pod whose readiness probe has not passed yet would then count its creation time.)
 """
@@ -28,9 +30,12 @@ INTERVAL_SECONDS = 5.0
 class PodStartupMetrics:
     name = "metrics.pods"
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, started: float | None = None) -> None:
+        """`started`: when the controller started (epoch seconds); None: every pod past Pending at
+        the first synced run counts as older."""
         self.state = state
-        self._before: set[str] | None = None  # past Pending at the first synced run: never observed
+        self._started = started
+        self._before: set[str] | None = None  # running before the start, seen at the first synced run
         self._observed: set[str] = set()
 
     def reconcile(self) -> int:
@@ -39,7 +44,11 @@ class PodStartupMetrics:
         if not snap.synced:
             return 0
         if self._before is None:
-            self._before = {key for key, pod in snap.pods.items() if pod.phase not in ("", "Pending")}
+            self._before = {
+                key
+                for key, pod in snap.pods.items()
+                if pod.phase not in ("", "Pending") and (self._started is None or pod.created < self._started)
+            }
         observed = 0
         for key, pod in snap.pods.items():
             if pod.phase in ("", "Pending") or key in self._before or key in self._observed:

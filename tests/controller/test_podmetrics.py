@@ -7,6 +7,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
+from controller.core.timestamps import format_timestamp
 from controller.kube.resources import PODS
 from controller.podmetrics import PodStartupMetrics
 from tests.builders.wire import make_pod
@@ -49,3 +50,24 @@ def test_a_new_pod_is_observed_once_at_its_ready_transition_and_old_ones_not_at_
     world.put(PODS, running("quick", "2024-01-01T00:00:02Z"))  # created and Ready between two runs
     world.sync()
     assert metrics.reconcile() == 1 and observed() == (before[0] + 2, before[1] + 9.0)
+
+
+def test_a_pod_created_after_the_start_is_observed_even_if_the_first_synced_run_finds_it_running() -> None:
+    # the job runs every few seconds and the watches take time to sync: a pod created after the
+    # controller started may be Ready before the job first looks
+    world = World.make()
+    started = world.clock.now()
+    metrics = PodStartupMetrics(world.state, started=started)
+    old = running("old", format_timestamp(started - 50))
+    old["metadata"]["creationTimestamp"] = format_timestamp(started - 60)
+    quick = running("quick", None)
+    quick["metadata"]["creationTimestamp"] = format_timestamp(started + 1)
+    quick["status"]["conditions"] = [
+        {"type": "Ready", "status": "True", "lastTransitionTime": format_timestamp(started + 4)}
+    ]
+    world.put(PODS, old, quick)
+    world.step(6)
+    world.sync()
+    before = observed()
+    assert metrics.reconcile() == 1  # "quick", not "old" (created before the start)
+    assert observed() == (before[0] + 1, before[1] + 3.0)
