@@ -56,9 +56,10 @@ from typing import Any
 
 import numpy as np
 
+from bench.clusters import LAUNCHED, ready_node
 from controller.clock import FakeClock
 from controller.core import labels as L
-from controller.core.resources import format_resources, parse_resources
+from controller.core.resources import parse_resources
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
 from controller.deprovisioning.simulation import ONE_NODE, simulate
@@ -336,7 +337,6 @@ def lowest_margin(karpy: Curve, references: Iterable[Curve]) -> tuple[float, flo
 # karpy on the same cluster -----------------------------------------------------------------
 
 NOW = 1_704_067_200.0 + 3600
-LAUNCHED = "2024-01-01T00:00:00Z"
 ZONE = "us-east-1a"
 GIB = 2**30
 NO_WAIT = DeprovisioningSettings(validation_wait_seconds=0.0)
@@ -368,14 +368,7 @@ def node_object(name: str, it: InstanceType) -> Obj:
         **it.labels, L.PROVISIONER_NAME: "default", L.ZONE: ZONE, L.CAPACITY_TYPE: L.CAPACITY_TYPE_ON_DEMAND,
         L.HOSTNAME: name, L.INITIALIZED: "true",
     }  # fmt: skip
-    return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels, "resourceVersion": "1",
-                     "creationTimestamp": LAUNCHED, "finalizers": [L.TERMINATION_FINALIZER]},
-        "spec": {"providerID": f"kwok://{name}"},
-        "status": {"capacity": format_resources(it.capacity), "allocatable": format_resources(it.allocatable),
-                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": LAUNCHED}]},
-    }  # fmt: skip
+    return ready_node(name, it, labels)
 
 
 def deletion_cost(cost: float) -> str:

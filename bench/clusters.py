@@ -56,6 +56,11 @@ def node(i: int, it: InstanceType) -> Obj:
         L.PROVISIONER_NAME: "default", L.INSTANCE_TYPE: it.name, L.ZONE: zone, L.CAPACITY_TYPE: "on-demand",
         L.ARCH: "amd64", L.OS: "linux", L.HOSTNAME: name, L.INITIALIZED: "true",
     }  # fmt: skip
+    return ready_node(name, it, labels)
+
+
+def ready_node(name: str, it: InstanceType, labels: dict[str, str]) -> Obj:
+    """A karpy-owned, initialized, Ready Node of type `it` with `labels`, launched at LAUNCHED."""
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels, "resourceVersion": "1",
