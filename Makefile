@@ -81,11 +81,14 @@ bench: $(STAMP) cluster-binaries
 	$(MAKE) bench-scale
 	$(MAKE) bench-karpenter
 
-# Scale (issue 21), in process: provisioning at 40,000 pending pods (10,000 that never fit) and
-# consolidation over 1,000 nodes / 20,000 pods (a pass, and the anytime single-node sweep).
+# Scale (issue 21), in process: provisioning at 40,000 pending pods (10,000 that never fit),
+# consolidation over 1,000 nodes / 20,000 pods (a pass, and the anytime single-node sweep), and
+# consolidation after the end-to-end harness's 5,000- and 20,000-pod runs are scaled down by half.
 bench-scale: $(STAMP)
 	$(BIN)/python -m bench.provisioning
 	$(BIN)/python -m bench.consolidation
+	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.halving
+	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.halving --pods 20000
 
 # Consolidation quality (issue 21) on the workload of Karpenter's balanced-consolidation RFC script
 # (5,000 pods, 10 churn rounds; its ranking curves against karpy's consolidation, round by round).
