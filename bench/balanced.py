@@ -48,6 +48,7 @@ either curve up to karpy's last command, karpy's curve also taken as linear betw
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -63,7 +64,14 @@ from controller.core.resources import parse_resources
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
 from controller.deprovisioning.simulation import ONE_NODE, simulate
-from controller.deprovisioning.types import REPACK_CONSOLIDATION, Command, DeprovisioningSettings, Inputs
+from controller.deprovisioning.types import (
+    CONSOLIDATION_FIRST,
+    CONSOLIDATION_ORDERS,
+    REPACK_CONSOLIDATION,
+    Command,
+    DeprovisioningSettings,
+    Inputs,
+)
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.scheduling.instancetypes import new_instance_type
 from controller.scheduling.scheduler import schedule
@@ -421,8 +429,10 @@ def wire(nodes: Sequence[Node], types: Mapping[str, InstanceType]) -> dict[str, 
     return {NODES.name: node_objs, PODS.name: pod_objs, PROVISIONERS.name: [provisioner()]}
 
 
-def consolidate(nodes: Sequence[Node], limit: int = 10_000) -> list[Step]:
-    """karpy's deprovisioning passes on this cluster until none acts, every command applied."""
+def consolidate(nodes: Sequence[Node], order: str = CONSOLIDATION_FIRST, limit: int = 10_000) -> list[Step]:
+    """karpy's deprovisioning passes on this cluster until none acts, every command applied; the
+    consolidation methods chosen among as `order` says (`DeprovisioningSettings.consolidation_order`)."""
+    settings = dataclasses.replace(NO_WAIT, consolidation_order=order)
     types = {it.name: it for it in catalog()}
     objects = wire(nodes, types)
     pods = {f"default/{p['metadata']['name']}": p for p in objects[PODS.name]}
@@ -434,7 +444,7 @@ def consolidate(nodes: Sequence[Node], limit: int = 10_000) -> list[Step]:
     launched = 0
     while len(steps) < limit:
         inputs = Inputs.of(state.snapshot(), instance_types)
-        decision = decide(inputs, None, schedule, NO_WAIT)
+        decision = decide(inputs, None, schedule, settings)
         cmd = decision.execute
         if cmd is None:
             return steps
@@ -509,11 +519,11 @@ class Round:
         return karpy_curve(self.steps)
 
 
-def run_round(number: int, nodes: Sequence[Node]) -> Round:
+def run_round(number: int, nodes: Sequence[Node], order: str = CONSOLIDATION_FIRST) -> Round:
     ms = moves(nodes)
     orders = {name: rank(ms) for name, rank in STRATEGIES.items()}
     started = time.monotonic()
-    steps = consolidate(nodes)
+    steps = consolidate(nodes, order)
     return Round(
         number, len(nodes), sum(len(n.pods) for n in nodes), sum(n.price for n in nodes), len(ms),
         {name: counted(ms, o) for name, o in orders.items()},
@@ -561,6 +571,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--pods", type=int, default=PODS_TOTAL)
+    parser.add_argument(
+        "--order", choices=CONSOLIDATION_ORDERS, default=CONSOLIDATION_FIRST,
+        help="how karpy chooses among its consolidation methods (--consolidation-order)",
+    )  # fmt: skip
     parser.add_argument("--detail", action="store_true", help="every karpy command of every round")
     args = parser.parse_args()
     print(
@@ -568,7 +582,8 @@ def main() -> None:
         f" seed {SEED}, {args.rounds} churn rounds; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     verdicts = [
-        report(run_round(number, nodes), args.detail) for number, nodes in enumerate(rounds(args.rounds, args.pods), 1)
+        report(run_round(number, nodes, args.order), args.detail)
+        for number, nodes in enumerate(rounds(args.rounds, args.pods), 1)
     ]
     for k, label in enumerate(("as the script counts", "executed")):
         below = [str(n) for n, v in enumerate(verdicts, 1) if not v[k]]

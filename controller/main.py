@@ -396,6 +396,7 @@ def _deprovisioning(settings: Settings) -> DeprovisioningSettings:
         replacement_timeout_seconds=settings.replacement_timeout_seconds,
         consolidated_reset_seconds=settings.consolidated_reset_seconds,
         consolidation_budget_seconds=settings.consolidation_budget_seconds,
+        consolidation_order=settings.consolidation_order,
         drift_enabled=settings.drift_enabled,
         drift_check_seconds=settings.drift_check_seconds,
     )

@@ -106,6 +106,11 @@ class Settings:
     consolidation_budget_seconds: float = _f(
         20.0, "a deprovisioning pass stops simulating after this long and continues where it stopped in the next"
     )
+    consolidation_order: str = _f(
+        "first",
+        "how a pass chooses among the consolidation methods: first (Karpenter v0.31: the first with a command acts) "
+        "or value (karpy: the command saving most per unit of disruption)",
+    )
     drift_check_seconds: float = _f(300.0, "how often the cloud is asked whether a node's instance drifted")
     resync_seconds: float = _f(300.0, "full re-list of every watched kind this often")
     leader_elect: bool = _f(True, "only the holder of the Lease acts")
@@ -176,6 +181,8 @@ class Settings:
             raise ValueError(f"log-format: must be json or text, not {settings.log_format!r}")
         if settings.cloud_provider not in ("simulated", "aws"):
             raise ValueError(f"cloud-provider: must be simulated or aws, not {settings.cloud_provider!r}")
+        if settings.consolidation_order not in ("first", "value"):
+            raise ValueError(f"consolidation-order: must be first or value, not {settings.consolidation_order!r}")
         if settings.api_auth not in ("none", "kubernetes"):
             raise ValueError(f"api-auth: must be none or kubernetes, not {settings.api_auth!r}")
         if settings.aws_tags:

@@ -84,7 +84,8 @@ def filter_candidates(cands: Iterable[Candidate], inputs: Inputs) -> tuple[list[
     return kept, events
 
 
-def _pod_cost(pod: PodView) -> float:
+def eviction_cost(pod: PodView) -> float:
+    """A pod's share of its node's disruption cost: clamp(1 + deletionCost/2^27 + priority/2^25, ±10)."""
     try:
         deletion_cost = float(pod.annotations.get(POD_DELETION_COST, "0"))
     except ValueError:
@@ -104,7 +105,7 @@ def lifetime_remaining(node: NodeView, provisioner: Provisioner, now: float) -> 
 
 def disruption_cost(node: NodeView, provisioner: Provisioner, now: float) -> float:
     """Σ clamp(1 + deletionCost/2^27 + priority/2^25, ±10) over the pods × lifetime remaining (spec §6.2)."""
-    return sum(_pod_cost(p) for p in node.movable_pods()) * lifetime_remaining(node, provisioner, now)
+    return sum(eviction_cost(p) for p in node.movable_pods()) * lifetime_remaining(node, provisioner, now)
 
 
 def by_disruption_cost(cands: Iterable[Candidate]) -> list[Candidate]:

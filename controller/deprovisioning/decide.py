@@ -3,7 +3,10 @@
 Pure: `decide(inputs, pending, scheduler, settings) -> PassResult`. Markers: the emptiness
 timestamp and the drift annotation (`drift.py`). Order (`DEPROVISIONERS`, Karpenter v0.31's):
 expiration, drift, emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
-consolidation (`repackconsolidation.py`); the first method with a command acts. A consolidation command
+consolidation (`repackconsolidation.py`); the first method with a command acts. With the setting
+`consolidation_order: value` (karpy's, off by default) the methods before consolidation's still act
+in that order, then the consolidation methods' commands are compared and the one saving most per
+unit of disruption acts (`bestvalue.py`). A consolidation command
 is not executed at once: it comes back as `pending`, the caller keeps it and passes it in
 again; once `validation_wait_seconds` have passed since it was
 computed it is re-validated on the fresh inputs and, if still valid, executed. While a
@@ -21,6 +24,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from controller.deprovisioning.bestvalue import best, offers
 from controller.deprovisioning.drift import Drift, drift_annotations
 from controller.deprovisioning.emptiness import Emptiness, emptiness_annotations
 from controller.deprovisioning.emptynodeconsolidation import EmptyNodeConsolidation
@@ -29,6 +33,7 @@ from controller.deprovisioning.multinodeconsolidation import MultiNodeConsolidat
 from controller.deprovisioning.repackconsolidation import RepackConsolidation
 from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
 from controller.deprovisioning.types import (
+    CONSOLIDATION_BY_VALUE,
     Annotate,
     Command,
     Deprovisioner,
@@ -36,6 +41,7 @@ from controller.deprovisioning.types import (
     Event,
     Inputs,
     Progress,
+    Proposal,
     Scheduler,
 )
 from controller.deprovisioning.validation import validate
@@ -49,6 +55,9 @@ DEPROVISIONERS: tuple[Deprovisioner, ...] = (
     SingleNodeConsolidation(),
     RepackConsolidation(),
 )
+BEFORE_CONSOLIDATION: tuple[Deprovisioner, ...] = DEPROVISIONERS[:4]
+"""With `consolidation_order: value`: the methods that still act in order, before the consolidation
+methods' offers are compared (`bestvalue.py`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,8 +96,11 @@ def decide(
     pending: Pending | None,
     scheduler: Scheduler,
     settings: DeprovisioningSettings,
-    deprovisioners: Sequence[Deprovisioner] = DEPROVISIONERS,
+    deprovisioners: Sequence[Deprovisioner] | None = None,
 ) -> PassResult:
+    """One pass. `deprovisioners` replaces the methods that act in order (tests); by default
+    `DEPROVISIONERS`, or with `consolidation_order: value` the methods before consolidation's, the
+    consolidation methods' offers then compared by value (`bestvalue.py`)."""
     markers = (*emptiness_annotations(inputs), *drift_annotations(inputs))
     wait = settings.validation_wait_seconds
     progress = inputs.progress
@@ -99,24 +111,61 @@ def decide(
         if checked.command is None:
             return PassResult(annotations=markers, dropped=checked.why_not, method=pending.method, progress=progress)
         return PassResult(annotations=markers, execute=checked.command, method=pending.method, progress=progress)
-    events: list[Event] = []
-    eligible: dict[str, int] = {}
-    covered: dict[str, int] = {}
+    run = _Run(markers, progress)
+    by_value = settings.consolidation_order == CONSOLIDATION_BY_VALUE
+    if deprovisioners is None:
+        deprovisioners = BEFORE_CONSOLIDATION if by_value else DEPROVISIONERS
     for deprovisioner in deprovisioners:
         proposal = deprovisioner.compute(inputs, scheduler)
-        method = deprovisioner.method
-        events.extend(proposal.events)
-        eligible[deprovisioner.name] = max(eligible.get(deprovisioner.name, 0), proposal.eligible)
-        covered[method] = proposal.covered
-        progress = progress.merged(method, proposal.progress)
-        passed = PassResult(
-            markers, tuple(events), method=method, eligible=eligible, covered=covered, progress=progress
-        )
+        passed = run.add(deprovisioner, proposal)
         if proposal.command is None:
             if not proposal.complete:  # out of budget: the next pass continues from `progress`
                 return dataclasses.replace(passed, incomplete=True)
             continue
-        if deprovisioner.needs_validation and wait > 0:
-            return dataclasses.replace(passed, pending=Pending(proposal.command, method, inputs.now))
-        return dataclasses.replace(passed, execute=proposal.command)
-    return PassResult(markers, tuple(events), eligible=eligible, covered=covered, progress=progress)
+        return run.act(deprovisioner, proposal.command, wait, inputs.now)
+    if not by_value:
+        return run.result()
+    found = offers(inputs, scheduler)
+    for deprovisioner, proposal in found:
+        passed = run.add(deprovisioner, proposal)
+    chosen = best(found)
+    if chosen is not None:
+        return run.act(chosen[0], chosen[1].command, wait, inputs.now)
+    if any(not p.complete for _, p in found):
+        return dataclasses.replace(passed, incomplete=True)
+    return run.result()
+
+
+class _Run:
+    """What a pass gathered from the methods it asked: their events, eligible and covered counts
+    and progress (`PassResult`'s fields)."""
+
+    def __init__(self, markers: tuple[Annotate, ...], progress: Progress) -> None:
+        self.markers = markers
+        self.events: list[Event] = []
+        self.eligible: dict[str, int] = {}
+        self.covered: dict[str, int] = {}
+        self.progress = progress
+        self.method = ""
+
+    def add(self, deprovisioner: Deprovisioner, proposal: Proposal) -> PassResult:
+        method = deprovisioner.method
+        self.events.extend(proposal.events)
+        self.eligible[deprovisioner.name] = max(self.eligible.get(deprovisioner.name, 0), proposal.eligible)
+        self.covered[method] = proposal.covered
+        self.progress = self.progress.merged(method, proposal.progress)
+        self.method = method
+        return self.result(method)
+
+    def result(self, method: str = "") -> PassResult:
+        return PassResult(
+            self.markers, tuple(self.events), method=method, eligible=self.eligible, covered=self.covered,
+            progress=self.progress,
+        )  # fmt: skip
+
+    def act(self, deprovisioner: Deprovisioner, command: Command | None, wait: float, now: float) -> PassResult:
+        """Execute `command` now, or keep it pending until its validation time."""
+        passed = self.result(deprovisioner.method)
+        if deprovisioner.needs_validation and wait > 0 and command is not None:
+            return dataclasses.replace(passed, pending=Pending(command, deprovisioner.method, now))
+        return dataclasses.replace(passed, execute=command)

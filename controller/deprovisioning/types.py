@@ -57,6 +57,11 @@ MULTI_NODE_CONSOLIDATION = "multinodeconsolidation"
 SINGLE_NODE_CONSOLIDATION = "singlenodeconsolidation"
 REPACK_CONSOLIDATION = "repackconsolidation"
 
+# How a pass chooses among the consolidation methods (`DeprovisioningSettings.consolidation_order`).
+CONSOLIDATION_FIRST = "first"  # Karpenter v0.31: the first method with a command acts
+CONSOLIDATION_BY_VALUE = "value"  # karpy: the command saving most per disruption (`bestvalue.py`)
+CONSOLIDATION_ORDERS = (CONSOLIDATION_FIRST, CONSOLIDATION_BY_VALUE)
+
 
 @dataclass(frozen=True, slots=True)
 class DeprovisioningSettings:
@@ -70,6 +75,7 @@ class DeprovisioningSettings:
     consolidation_budget_seconds: float = 20.0  # a pass's simulations; the next pass continues (anytime)
     drift_enabled: bool = False  # featureGates.driftEnabled
     drift_check_seconds: float = 300.0  # how long the cloud's drift answer for a node is kept
+    consolidation_order: str = CONSOLIDATION_FIRST  # CONSOLIDATION_ORDERS
 
 
 class Budget(Protocol):

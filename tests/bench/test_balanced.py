@@ -30,7 +30,7 @@ from bench.balanced import (
     pod_size,
     rounds,
 )
-from controller.deprovisioning.candidates import _pod_cost
+from controller.deprovisioning.candidates import eviction_cost
 from controller.state.views import pod_view
 
 
@@ -147,7 +147,7 @@ def test_interpolation_and_the_lowest_margin() -> None:
 def test_a_pods_disruption_cost_reaches_karpy_as_its_deletion_cost() -> None:
     for cost in (0.0, 1.0, 10.0):
         view = pod_view(pod_object(1, Pod(0.5, 2.0, cost), "node-00000"))
-        assert _pod_cost(view) == cost
+        assert eviction_cost(view) == cost
     assert deletion_cost(0.0) == str(-(2**27))
 
 

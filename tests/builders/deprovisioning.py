@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from controller.apis.provisioner import NodeSelectorRequirement, Provisioner
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
+from controller.core.taints import Taint, Toleration
 from controller.deprovisioning.types import Inputs
 from controller.scheduling.types import InstanceType, LabelSelector, PodRequest, ProvisionerSpec, VolumeObjects
 from controller.state.snapshot import NodeView, PdbView, PodView, ProvisionerView, Snapshot
@@ -149,3 +150,25 @@ def make_pdb(name: str = "pdb", allowed: int = 0, namespace: str = "default", ap
 def later(inputs: Inputs, now: float) -> Inputs:
     """The same inputs, read at `now`."""
     return dataclasses.replace(inputs, state=dataclasses.replace(inputs.state, now=now))
+
+
+HALF_COST = {L.POD_DELETION_COST: str(-(2**26))}
+"""A pod's annotations giving it an eviction cost of 0.5 (1 + deletion cost / 2^27)."""
+
+
+def cheap_prefix_and_dear_node() -> Inputs:
+    """Three mediums whose pods are cheap to disrupt (a multi-node prefix: one small replaces them,
+    $0.50/h for 4.5 of disruption) and a large node with one pod, deletable ($0.40/h for 2); the
+    large node is tainted so the mediums' pods cannot move there."""
+    nodes = [
+        make_node(f"cheap{i}", MEDIUM, pods=[make_pod(f"c{i}", cpu=0.5, annotations=HALF_COST)], created=at(i))
+        for i in range(3)
+    ]
+    pod = make_pod("d")
+    assert pod.request is not None
+    tolerates = (Toleration("dedicated", "Exists"),)
+    tolerant = dataclasses.replace(pod, request=dataclasses.replace(pod.request, tolerations=tolerates))
+    dear = make_node("dear", LARGE, pods=[tolerant], created=at(5))
+    tainted = dataclasses.replace(dear, taints=(Taint("dedicated", "x", "NoSchedule"),))
+    on_demand = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
+    return make_inputs([*nodes, tainted], on_demand)

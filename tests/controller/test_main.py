@@ -87,6 +87,15 @@ def test_the_drift_switch_follows_karpenter_global_settings() -> None:
     assert not deprovisioning.drift.enabled and not deprovisioning.settings.drift_enabled
 
 
+def test_the_consolidation_order_reaches_the_deprovisioning_controller() -> None:
+    clock = FakeClock()
+    settings = Settings(consolidation_order="value")
+    app = build(settings, kube=FakeKube(clock), cloud=FakeCloudProvider(clock=clock), clock=clock)
+    (deprovisioning,) = [j.controller for j in app.jobs if j.controller.name == "deprovisioning"]
+    assert isinstance(deprovisioning, DeprovisioningController)
+    assert deprovisioning.settings.consolidation_order == "value"
+
+
 def test_a_deprovisioning_module_that_cannot_be_imported_stops_the_controller_at_start() -> None:
     """Bug 5: an ImportError was caught and logged, shipping a controller that never consolidates."""
     script = textwrap.dedent(

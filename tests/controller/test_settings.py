@@ -56,3 +56,10 @@ def test_a_cluster_name_is_required_with_aws_only() -> None:
         parse("--cloud-provider", "aws", "--cluster-name", "p"), {"AWS_REGION": "x"}
     ).require_cluster_name()
     Settings.from_args(parse(), environ={}).require_cluster_name()  # the simulated cloud runs as karpy
+
+
+def test_consolidation_order_is_first_by_default_value_on_request_and_nothing_else() -> None:
+    assert Settings.from_args(parse(), environ={}).consolidation_order == "first"
+    assert Settings.from_args(parse("--consolidation-order", "value"), environ={}).consolidation_order == "value"
+    with pytest.raises(ValueError, match="consolidation-order: must be first or value, not 'best'"):
+        Settings.from_args(parse(), environ={"KARPY_CONSOLIDATION_ORDER": "best"})

@@ -10,7 +10,17 @@ from controller.deprovisioning.decide import decide
 from controller.deprovisioning.types import DeprovisioningSettings, Inputs
 from controller.scheduling.scheduler import schedule
 from controller.state.snapshot import PodView
-from tests.builders.deprovisioning import LARGE, MEDIUM, at, later, make_inputs, make_node, make_pod, make_provisioner
+from tests.builders.deprovisioning import (
+    LARGE,
+    MEDIUM,
+    at,
+    cheap_prefix_and_dear_node,
+    later,
+    make_inputs,
+    make_node,
+    make_pod,
+    make_provisioner,
+)
 
 SETTINGS = DeprovisioningSettings()
 ALL_ON = [make_provisioner(consolidation=True, ttl_expired=100, capacity_types=["on-demand"])]
@@ -139,4 +149,50 @@ def test_a_pass_stopped_on_its_budget_is_not_idle_and_says_where_to_continue() -
     assert second.progress.single_after not in ("", first.progress.single_after)
     third = _pass(dataclasses.replace(inputs, progress=second.progress))
     # the sweep reached its last candidate: single-node finished with nothing, the next starts anew
+    assert third.progress.single_after == "" and third.covered["singlenodeconsolidation"] == 1
+
+
+BY_VALUE = DeprovisioningSettings(consolidation_order="value")
+
+
+def test_by_value_the_dear_delete_goes_before_the_cheap_prefix() -> None:
+    """Issue 21: Karpenter v0.31's order acts on multi-node consolidation's prefix of the cheapest
+    to disrupt (three mediums into one small: $0.50/h for 4.5 of disruption); by value the large
+    node holding one pod goes first ($0.40/h for 2)."""
+    inputs = cheap_prefix_and_dear_node()
+    first = _pass(inputs)
+    assert first.pending is not None and first.pending.method == "multinodeconsolidation"
+    assert first.pending.command.node_names == ("cheap0", "cheap1", "cheap2")
+    by_value = _pass(inputs, settings=BY_VALUE)
+    assert by_value.pending is not None and by_value.pending.method == "singlenodeconsolidation"
+    command = by_value.pending.command
+    assert command.node_names == ("dear",) and command.reason == "consolidation/delete"
+    assert {"multinodeconsolidation", "singlenodeconsolidation"} <= by_value.covered.keys()
+    # validated after the wait as the method that offered it, then executed
+    done = _pass(later(inputs, at(15)), by_value.pending, settings=BY_VALUE)
+    assert done.execute is not None and done.execute.node_names == ("dear",)
+    assert done.method == "singlenodeconsolidation"
+
+
+def test_by_value_the_methods_before_consolidation_still_go_first() -> None:
+    nodes = [make_node("old", pods=[make_pod("a")], created=at(0)), make_node("empty", created=at(150))]
+    decision = _pass(make_inputs(nodes, ALL_ON, now=at(120)), settings=BY_VALUE)
+    assert decision.execute is not None and decision.execute.reason == "expiration/delete"
+
+
+def test_by_value_nothing_to_do_is_idle() -> None:
+    nodes = [make_node("n1", MEDIUM, pods=[make_pod("a", cpu=3)])]
+    decision = _pass(make_inputs(nodes, ALL_ON), settings=BY_VALUE)
+    assert decision.idle and "repackconsolidation" in decision.covered
+
+
+def test_by_value_a_pass_stopped_on_its_budget_is_not_idle_and_continues() -> None:
+    on_demand = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
+    nodes = [make_node(f"n{i}", MEDIUM, pods=[pinned(f"p{i}", f"n{i}")], created=at(i)) for i in range(3)]
+    inputs = dataclasses.replace(make_inputs(nodes, on_demand), budget=Spent())
+    first = _pass(inputs, settings=BY_VALUE)
+    assert first.incomplete and not first.idle and first.progress.single_after
+    second = _pass(dataclasses.replace(inputs, progress=first.progress), settings=BY_VALUE)
+    assert second.incomplete and second.progress.single_after not in ("", first.progress.single_after)
+    third = _pass(dataclasses.replace(inputs, progress=second.progress), settings=BY_VALUE)
     assert third.progress.single_after == "" and third.covered["singlenodeconsolidation"] == 1

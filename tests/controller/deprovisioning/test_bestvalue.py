@@ -1,0 +1,151 @@
+"""Consolidation by value: disruption, value, single-node's sweep by value, the offers (issue 21)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from controller.core import labels as L
+from controller.deprovisioning.bestvalue import SingleNodeByValue, best, disruption, offers, value
+from controller.deprovisioning.candidates import new_candidate
+from controller.deprovisioning.types import Command, Proposal
+from controller.scheduling.scheduler import schedule
+from controller.scheduling.types import SchedulingInput, SchedulingResult
+from controller.state.snapshot import NodeView
+from tests.builders.deprovisioning import (
+    HALF_COST,
+    LARGE,
+    MEDIUM,
+    SMALL,
+    at,
+    cheap_prefix_and_dear_node,
+    make_inputs,
+    make_node,
+    make_pod,
+    make_provisioner,
+)
+
+ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
+NEGATIVE = {L.POD_DELETION_COST: str(-(2**30))}  # eviction cost -7
+HIGH = {L.POD_DELETION_COST: str(2**31 - 1)}  # eviction cost 17, clamped to 10
+
+
+def test_disruption_is_one_per_node_plus_the_positive_eviction_costs_of_its_pods() -> None:
+    pods = [make_pod("a"), make_pod("b", annotations=HALF_COST), make_pod("c", annotations=NEGATIVE)]
+    pods.append(make_pod("d", annotations=HIGH))
+    nodes = [make_node("busy", LARGE, pods=pods), make_node("empty", SMALL)]
+    inputs = make_inputs(nodes, ON_DEMAND)
+    cands = [c for n in nodes if (c := new_candidate(n, inputs)) is not None]
+    assert [round(disruption([c]), 6) for c in cands] == [1 + 1 + 0.5 + 0 + 10, 1]
+    assert round(disruption(cands), 6) == 13.5
+
+
+def test_value_is_the_saving_per_unit_of_disruption() -> None:
+    inputs = make_inputs([make_node("n", LARGE, pods=[make_pod("a"), make_pod("b")])], ON_DEMAND)
+    cand = new_candidate(inputs.nodes[0], inputs)
+    assert cand is not None
+    assert value(Command("consolidation", (cand,))) == 0.40 / 3  # a delete saves its price; 1 + 2 pods
+
+
+def test_single_node_by_value_takes_the_dear_node_before_the_cheapest_to_disrupt() -> None:
+    # both go by deletion (each pod fits on the other node); Karpenter's order takes the older,
+    # equal in disruption — the small one, saving $0.10/h; by value the large one saves $0.40/h
+    nodes = [
+        make_node("small", SMALL, pods=[make_pod("a")], created=at(0)),
+        make_node("large", LARGE, pods=[make_pod("b")], created=at(1)),
+    ]
+    out = SingleNodeByValue().compute(make_inputs(nodes, ON_DEMAND), schedule)
+    assert out.command is not None and out.command.node_names == ("large",) and not out.command.replacements
+
+
+@dataclass
+class Counting:
+    """The real scheduler, counting its simulations."""
+
+    calls: int = 0
+
+    def __call__(self, inp: SchedulingInput) -> SchedulingResult:
+        self.calls += 1
+        return schedule(inp)
+
+
+def test_the_sweep_stops_once_no_candidate_left_could_beat_the_best() -> None:
+    # the large node's delete is worth 0.40 / 2; the mediums could be worth 0.20 / 2 at most
+    nodes = [make_node("large", LARGE, pods=[make_pod("b")], created=at(9))]
+    nodes += [make_node(f"m{i}", MEDIUM, pods=[make_pod(f"p{i}")], created=at(i)) for i in range(4)]
+    scheduler = Counting()
+    out = SingleNodeByValue().compute(make_inputs(nodes, ON_DEMAND), scheduler)
+    assert out.command is not None and out.command.node_names == ("large",)
+    assert scheduler.calls == 1 and out.covered == 1 and out.complete
+
+
+def test_the_sweep_offers_nothing_worth_no_more_than_its_floor() -> None:
+    nodes = [make_node("large", LARGE, pods=[make_pod("b")]), make_node("m", MEDIUM, pods=[make_pod("c")])]
+    scheduler = Counting()
+    out = SingleNodeByValue(floor=0.2).compute(make_inputs(nodes, ON_DEMAND), scheduler)
+    assert out.command is None and out.complete and scheduler.calls == 0
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A budget spent from the start: each method gets its one simulation."""
+
+    def spent(self) -> bool:
+        return True
+
+
+def pinned(name: str, node: str) -> NodeView:
+    """A medium node whose one pod is pinned to its host: room elsewhere, but it may not move."""
+    pod = make_pod(name)
+    assert pod.request is not None
+    request = dataclasses.replace(pod.request, node_selector={L.HOSTNAME: node})
+    return make_node(node, MEDIUM, pods=[dataclasses.replace(pod, request=request)])
+
+
+def test_a_sweep_stopped_by_the_budget_continues_where_it_stopped() -> None:
+    nodes = [pinned(f"p{i}", f"n{i}") for i in range(3)]
+    inputs = dataclasses.replace(make_inputs(nodes, ON_DEMAND), budget=Spent())
+    out = SingleNodeByValue().compute(inputs, schedule)
+    assert out.command is None and not out.complete and out.progress is not None
+    seen = [out.progress.single_after]
+    while not out.complete:
+        assert out.progress is not None
+        out = SingleNodeByValue().compute(dataclasses.replace(inputs, progress=out.progress), schedule)
+        seen += [e.node for e in out.events]
+    assert sorted(seen) == ["n0", "n1", "n2"]
+
+
+def test_offers_holds_every_method_s_command_and_the_best_is_the_dear_delete() -> None:
+    found = offers(cheap_prefix_and_dear_node(), schedule)
+    assert [d.method for d, _ in found] == ["multinodeconsolidation", "singlenodeconsolidation"]
+    multi, single = (p.command for _, p in found)
+    assert multi is not None and multi.node_names == ("cheap0", "cheap1", "cheap2") and multi.replacements
+    assert single is not None and single.node_names == ("dear",) and not single.replacements
+    chosen = best(found)
+    assert chosen is not None and chosen[0].method == "singlenodeconsolidation"
+    assert value(single) == 0.2 > value(multi)
+
+
+def test_repack_is_asked_only_when_no_other_method_offers_a_command() -> None:
+    assert "repackconsolidation" not in [d.method for d, _ in offers(cheap_prefix_and_dear_node(), schedule)]
+    # one large node (no multi-node: one candidate) whose 6 cpu no cheaper type holds (no single-node)
+    nodes = [make_node("big", LARGE, pods=[make_pod("a", cpu=3), make_pod("b", cpu=3)])]
+    found = offers(make_inputs(nodes, ON_DEMAND), schedule)
+    assert [d.method for d, _ in found] == ["multinodeconsolidation", "singlenodeconsolidation", "repackconsolidation"]
+
+
+def test_best_is_none_without_a_command_and_the_first_asked_on_a_tie() -> None:
+    assert best([]) is None
+    inputs = make_inputs([make_node("n", LARGE, pods=[make_pod("a")])], ON_DEMAND)
+    cand = new_candidate(inputs.nodes[0], inputs)
+    assert cand is not None
+    a, b = SingleNodeByValue(), SingleNodeByValue(floor=1.0)
+    cmd = Command("consolidation", (cand,))
+    chosen = best([(a, Proposal()), (a, Proposal(cmd)), (b, Proposal(cmd))])
+    assert chosen is not None and chosen[0] is a
+
+
+def test_nothing_is_offered_while_the_cluster_is_consolidated() -> None:
+    nodes = [make_node("large", LARGE, pods=[make_pod("b")]), make_node("m", MEDIUM, pods=[make_pod("c")])]
+    inputs = make_inputs(nodes, ON_DEMAND, consolidated=True)
+    assert all(p.command is None and p.complete for _, p in offers(inputs, schedule))
