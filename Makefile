@@ -10,7 +10,7 @@ DEV_PORT ?= 8443
 LOCK_VENV := .venv-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale bench-balanced soak venv clean cluster-binaries kubeletcheck chromium lock prices
+.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale bench-balanced bench-throttle soak venv clean cluster-binaries kubeletcheck chromium lock prices
 
 
 # Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
@@ -89,6 +89,14 @@ bench-scale: $(STAMP)
 	$(BIN)/python -m bench.consolidation
 	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.halving
 	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.halving --pods 20000
+
+# What EC2's request throttling costs (issue 19 part 7), in process on a real clock: 5,000 pods that
+# each need a node of their own, launched then terminated with the simulated cloud's EC2 buckets on and
+# off (~10 min on 2 cores). THROTTLE_ARGS="--deployments 500" for requests that merge less. Not part
+# of `make test`.
+THROTTLE_ARGS ?=
+bench-throttle: $(STAMP)
+	$(BIN)/python -m bench.throttle $(THROTTLE_ARGS)
 
 # Consolidation quality (issue 21) on the workload of Karpenter's balanced-consolidation RFC script
 # (5,000 pods, 10 churn rounds; its ranking curves against karpy's consolidation, round by round).

@@ -24,9 +24,9 @@ merged the same way), `delete` a DescribeInstances and a TerminateInstances, `ge
 `list`, `is_drifted` and `has_seen` one DescribeInstances — and, given `api_limits`
 (`aws.ratelimit.Buckets`, EC2's per-action buckets as Karpenter's kwok EC2 sets them: the
 controller passes them unless `--simulated-api-limits=false`), a call whose bucket is empty is
-refused with `ThrottledError` before it does anything (`throttled` counts them; both counts are
-on /metrics too, `karpy_cloudprovider_api_calls_total` / `_api_throttled_total`, and a refusal's
-retry-after in `_api_throttle_seconds_total`). Buckets are per
+refused with `ThrottledError` before it does anything (`throttled` counts them, `throttle_seconds`
+sums the retry-after they asked for; all are on /metrics too, `karpy_cloudprovider_api_calls_total`
+/ `_api_throttled_total` / `_api_throttle_seconds_total`). Buckets are per
 provider (one controller's account view), timed by the injected clock. Faults a test queues
 in the store per call (`store.fail_next_calls`) come after the buckets: a throttle is the same
 `ThrottledError`, a timeout waits (the injected `sleep`) and fails with nothing done, a lost answer
@@ -141,6 +141,7 @@ class SimulatedCloudProvider:
         )
         self.calls: dict[str, int] = {}  # EC2 operation → calls answered or refused
         self.throttled: dict[str, int] = {}  # EC2 operation → calls refused (RequestLimitExceeded)
+        self.throttle_seconds: dict[str, float] = {}  # EC2 operation → retry-after the refusals asked for
 
     def _call(self, operation: str, what: str) -> float | None:
         """Count one EC2-like call; refuse it with `ThrottledError` when its bucket is empty (or a
@@ -156,6 +157,7 @@ class SimulatedCloudProvider:
         if wait > 0:
             with self._lock:
                 self.throttled[operation] = self.throttled.get(operation, 0) + 1
+                self.throttle_seconds[operation] = self.throttle_seconds.get(operation, 0.0) + wait
             CLOUD_API_THROTTLED.labels(provider=self.name, operation=operation).inc()
             CLOUD_API_THROTTLE_SECONDS.labels(provider=self.name, operation=operation).inc(wait)
             raise ThrottledError(f"{what}: ec2 {_name(operation)}: RequestLimitExceeded: Request limit exceeded.", wait)

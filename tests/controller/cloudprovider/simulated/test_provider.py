@@ -159,6 +159,7 @@ def test_api_limits_refuse_a_call_once_its_bucket_is_empty_until_it_refills(tmp_
     assert [a - b for a, b in zip(after, before, strict=True)] == pytest.approx([51, 1, 0.2])  # on /metrics
     assert len(cloud.list()) == 50  # the refused call launched nothing
     assert cloud.calls["create_fleet"] == 51 and cloud.throttled == {"create_fleet": 1}
+    assert cloud.throttle_seconds == {"create_fleet": pytest.approx(0.2)}  # the retry-after it asked for
     clock.step(0.2)
     launched.append(cloud.create(request))
     for inst in launched[:2]:
