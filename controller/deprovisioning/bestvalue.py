@@ -14,7 +14,7 @@ the best (`offers`, `best`):
   included. A candidate that cannot go by requests alone is told so without a simulation
   (`room.py`), as in the sweep in disruption order;
 - karpy's repack consolidation only when neither offers anything (its MILP simulations are the
-  dear ones), as in the fixed order.
+  dear ones; the fixed order asks it before single-node consolidation, `repackconsolidation.py`).
 
 The disruption of a command is the one of Karpenter's Balanced-consolidation RFC
 (`designs/balanced-consolidation.md`): Σ over its nodes of 1 + Σ over the pods that move of

@@ -1,12 +1,13 @@
 """One deprovisioning pass: markers, then the methods in their fixed order (spec §6.2, style.md §7).
 
 Pure: `decide(inputs, pending, scheduler, settings) -> PassResult`. Markers: the emptiness
-timestamp and the drift annotation (`drift.py`). Order (`DEPROVISIONERS`, Karpenter v0.31's):
-expiration, drift, emptiness, empty-node, multi-node and single-node consolidation, then karpy's repack
-consolidation (`repackconsolidation.py`); the first method with a command acts. With the setting
-`consolidation_order: value` (karpy's, off by default) the methods before consolidation's still act
-in that order, then the consolidation methods' commands are compared and the one saving most per
-unit of disruption acts (`bestvalue.py`). A consolidation command
+timestamp and the drift annotation (`drift.py`). Order (`DEPROVISIONERS`, Karpenter v0.31's, with
+karpy's repack consolidation between multi-node and single-node — `repackconsolidation.py` says
+why): expiration, drift, emptiness, empty-node, multi-node, repack and single-node consolidation;
+the first method with a command acts. With the setting `consolidation_order: value` (karpy's, off
+by default) the methods before consolidation's still act in that order, then the consolidation
+methods' commands are compared and the one saving most per unit of disruption acts
+(`bestvalue.py`). A consolidation command
 is not executed at once: it comes back as `pending`, the caller keeps it and passes it in
 again; once `validation_wait_seconds` have passed since it was
 computed it is re-validated on the fresh inputs and, if still valid, executed. While a
@@ -52,8 +53,8 @@ DEPROVISIONERS: tuple[Deprovisioner, ...] = (
     Emptiness(),
     EmptyNodeConsolidation(),
     MultiNodeConsolidation(),
-    SingleNodeConsolidation(),
     RepackConsolidation(),
+    SingleNodeConsolidation(),
 )
 BEFORE_CONSOLIDATION: tuple[Deprovisioner, ...] = DEPROVISIONERS[:4]
 """With `consolidation_order: value`: the methods that still act in order, before the consolidation

@@ -1,25 +1,37 @@
-"""Repack consolidation: karpy's fourth consolidator, after Karpenter's three (README, "Behaviour
+"""Repack consolidation: karpy's fourth consolidator, beside Karpenter's three (README, "Behaviour
 worth knowing").
 
 Pure. Karpenter's consolidators replace nodes with one node at most, so after a scale-down a
 fleet keeps big half-empty nodes that no single cheaper node can take over (their pods need two
-smaller ones). karpy decision: when empty-node, multi-node and single-node consolidation all find
-nothing, try replacing the first k candidates (cheapest disruption first, k = 1, 2, 4, … and all
-of them, at most `max_candidates`) with as many new nodes as the scheduler needs (at most
-`max_new_nodes`), its MILP pass allowed to open more nodes and given 0.5 s of HiGHS per
-simulation (`simulation`): one pass costs at most ⌈log2 max_candidates⌉ + 1 simulations (7).
+smaller ones). karpy decision: try replacing the first k candidates (cheapest disruption first,
+k = 1, 2, 4, … and all of them, at most `max_candidates`) with as many new nodes as the scheduler
+needs (at most `max_new_nodes`), its MILP pass allowed to open more nodes and given 0.5 s of HiGHS
+per simulation (`simulation`): one pass costs at most ⌈log2 max_candidates⌉ + 1 simulations (7).
 Every safety rule of `compute_consolidation()` holds (all pods placed under every scheduling
 constraint, PDB / do-not-evict / do-not-consolidate filtering, all-spot sets never replaced by
 possible spot, replacements strictly cheaper together in the worst case, validation). A prefix
 qualifies when it saves at least `min_saving` of its price (a repack moves many pods: it must be
 worth that); the largest saving wins, ties to fewer nodes. Karpenter's multi-node same-type guard
 (`filter_out_same_type`, against its binary search's artefacts) is not applied: the saving
-threshold keeps repacks from churning. When the pass's budget is spent between two simulations
-it returns the best repack so far (anytime, `types.py`).
+threshold keeps repacks from churning.
+
+Where it runs (`decide.py`): after empty-node and multi-node consolidation, before single-node
+consolidation. Single-node consolidation acts on the first candidate in disruption-cost order that
+consolidates, one node a command, each waiting for its validation; after a scale-down that is a
+long run of small savings on the cheapest-to-disrupt nodes before the big half-empty ones (the
+most pods, so the dearest to disrupt) are reached — 22–26 commands after halving the end-to-end
+harness's 5,000 pods (`bench/halving.py`), where one repack reaches the fresh provisioning price.
+When no repack saves `min_saving`, single-node consolidation acts as in Karpenter.
+
+Anytime (`types.py`): when the pass's budget is spent between two simulations it returns the best
+repack so far, or, with none yet, where it stopped (`Progress.repack`): the next pass tries the
+next prefix size over the same candidates, so every size is reached however short the budget, and
+the methods after it are reached once the sizes are done.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates
@@ -71,10 +83,16 @@ class RepackConsolidation:
         cands, events = consolidation_candidates(inputs)
         best: Command | None = None
         sizes = prefix_sizes(len(cands), self.max_candidates)
-        for n, k in enumerate(sizes, 1):
-            if n > 1 and inputs.budget.spent():  # anytime: the best so far; the next pass tries again
-                return Proposal(best, tuple(events), len(cands), covered=sizes[n - 2], complete=best is not None)
-            prefix = cands[:k]
+        names = tuple(c.name for c in cands[: sizes[-1]]) if sizes else ()
+        saved = inputs.progress
+        start = saved.repack if saved.repack_of == names and 0 < saved.repack < len(sizes) else 0
+        for i in range(start, len(sizes)):
+            if i > start and inputs.budget.spent():  # anytime: the best so far, or where to go on
+                if best is not None:
+                    return Proposal(best, tuple(events), len(cands), covered=sizes[i - 1])
+                progress = dataclasses.replace(saved, repack=i, repack_of=names)
+                return Proposal(None, tuple(events), len(cands), sizes[i - 1], progress, complete=False)
+            prefix = cands[: sizes[i]]
             price = price_of(prefix)
             cmd = compute_consolidation(
                 inputs, prefix, scheduler, max_new_nodes=self.max_new_nodes, simulation=self.simulation

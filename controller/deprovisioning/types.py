@@ -98,11 +98,16 @@ class Progress:
 
     `single_after`: the last candidate single-node consolidation examined (the next pass starts
     after it, wrapping round). `multi`: multi-node consolidation's binary search bounds (lo, hi)
-    over `multi_of`, the candidates' names in order — resumed only while they are the same."""
+    over `multi_of`, the candidates' names in order — resumed only while they are the same.
+    `repack`: how many of repack consolidation's prefix sizes it has tried over `repack_of`, the
+    candidates' names in order (the next pass tries the next size; resumed only while they are the
+    same)."""
 
     single_after: str = ""
     multi: tuple[int, int] | None = None
     multi_of: tuple[str, ...] = ()
+    repack: int = 0
+    repack_of: tuple[str, ...] = ()
 
     def merged(self, method: str, new: Progress | None) -> Progress:
         """This progress with `method`'s own fields taken from `new` (cleared when None: the
@@ -112,6 +117,9 @@ class Progress:
         if method == MULTI_NODE_CONSOLIDATION:
             found = new if new is not None else Progress()
             return replace(self, multi=found.multi, multi_of=found.multi_of)
+        if method == REPACK_CONSOLIDATION:
+            found = new if new is not None else Progress()
+            return replace(self, repack=found.repack, repack_of=found.repack_of)
         return self
 
 

@@ -353,29 +353,37 @@ def test_unconsolidatable_is_published_once_per_node_per_15_minutes_through_the_
 
 
 def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_published() -> None:
-    """Issue 21: with no time at all, each pass still simulates one candidate per method and the
-    next continues after it (not after the poll period); coverage and time are metrics and
-    `last_pass` (the dashboard's overview)."""
+    """Issue 21: with no time at all, each pass still simulates one candidate (or prefix) per
+    method and the next continues after it (not after the poll period): repack consolidation's
+    prefix sizes one a pass, then single-node consolidation's sweep; coverage and time are metrics
+    and `last_pass` (the dashboard's overview)."""
     world = World(consolidation_budget_seconds=0.0)
     world.remember("karpenter_deprovisioning_consolidation_timeouts", consolidation_type="single-machine")
     consolidating(world)
     for i in range(3):  # pods pinned to their hosts: nothing to consolidate, three candidates to simulate
         world.node(f"n{i}")
         world.pod(f"p{i}", f"n{i}", cpu="1", nodeSelector={L.HOSTNAME: f"n{i}"})
-    world.reconcile()
-    first = world.controller.last_pass
-    assert first["complete"] is False and first["stoppedIn"] == "singlenodeconsolidation"
-    assert first["eligible"] == 3 and first["covered"]["singlenodeconsolidation"] == 1
-    assert REGISTRY.get_sample_value("karpy_deprovisioning_pass_complete") == 0
-    assert world.metric("karpenter_deprovisioning_consolidation_timeouts", consolidation_type="single-machine") == 1
+    stopped = []
+    for _ in range(20):
+        world.reconcile(step=1.0)
+        if world.controller.last_pass["complete"]:
+            break
+        stopped.append((world.controller.last_pass["stoppedIn"], world.controller.last_pass["covered"]))
+    # repack's sizes 1 and 2 stop a pass each; size 3 is its last, so that pass goes on to
+    # single-node, which simulates one candidate; the sweep over its three ends the third time
+    assert [s for s, _ in stopped] == ["repackconsolidation", "repackconsolidation", "singlenodeconsolidation"] * 2 + [
+        "repackconsolidation",
+        "repackconsolidation",
+    ]
+    assert [c["repackconsolidation"] for _, c in stopped[:3]] == [1, 2, 3]
+    assert [c["singlenodeconsolidation"] for s, c in stopped if s == "singlenodeconsolidation"] == [1, 1]
+    last = world.controller.last_pass
+    assert last["complete"] is True and last["eligible"] == 3 and last["covered"]["singlenodeconsolidation"] == 1
+    assert REGISTRY.get_sample_value("karpy_deprovisioning_pass_complete") == 1
+    assert world.metric("karpenter_deprovisioning_consolidation_timeouts", consolidation_type="single-machine") == 2
     assert (
         REGISTRY.get_sample_value("karpy_deprovisioning_candidates_covered", {"method": "singlenodeconsolidation"}) == 1
     )
-    world.reconcile(step=1.0)
-    world.reconcile(step=1.0)  # the third candidate: the sweep is over, single-node found nothing
-    third = world.controller.last_pass
-    assert third["covered"]["singlenodeconsolidation"] == 1  # the last of the sweep: it ended there,
-    assert third["stoppedIn"] == "repackconsolidation"  # so this pass reached the next method
 
 
 def drifting_world(enabled: bool = True) -> tuple[World, str]:

@@ -138,18 +138,31 @@ class Spent:
 
 def test_a_pass_stopped_on_its_budget_is_not_idle_and_says_where_to_continue() -> None:
     """Issue 21: an incomplete pass must not set the consolidated flag (the rest of the candidates
-    would never be looked at); the next pass gets its progress back and goes on."""
+    would never be looked at); the next pass gets its progress back and goes on: repack
+    consolidation's prefix sizes (1, 2, 3) one a pass, then single-node consolidation's sweep,
+    which resumes where it stopped however often repack starts again."""
     on_demand = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
     nodes = [make_node(f"n{i}", MEDIUM, pods=[pinned(f"p{i}", f"n{i}")], created=at(i)) for i in range(3)]
     inputs = dataclasses.replace(make_inputs(nodes, on_demand), budget=Spent())
     first = _pass(inputs)
-    assert first.incomplete and not first.idle and first.method == "singlenodeconsolidation"
-    assert first.covered["singlenodeconsolidation"] == 1 and first.progress.single_after
+    assert first.incomplete and not first.idle and first.method == "repackconsolidation"
+    assert first.covered["repackconsolidation"] == 1 and first.progress.repack == 1
     second = _pass(dataclasses.replace(inputs, progress=first.progress))
-    assert second.progress.single_after not in ("", first.progress.single_after)
+    assert second.method == "repackconsolidation" and second.covered["repackconsolidation"] == 2
     third = _pass(dataclasses.replace(inputs, progress=second.progress))
+    assert third.incomplete and third.method == "singlenodeconsolidation" and third.progress.repack == 0
+    assert third.covered["singlenodeconsolidation"] == 1 and third.progress.single_after
+    progress = third.progress
+    for _ in range(3):  # repack's sizes again, then single-node goes on after its first candidate
+        later = _pass(dataclasses.replace(inputs, progress=progress))
+        progress = later.progress
+    assert later.method == "singlenodeconsolidation"
+    assert progress.single_after not in ("", third.progress.single_after)
+    for _ in range(3):
+        last = _pass(dataclasses.replace(inputs, progress=progress))
+        progress = last.progress
     # the sweep reached its last candidate: single-node finished with nothing, the next starts anew
-    assert third.progress.single_after == "" and third.covered["singlenodeconsolidation"] == 1
+    assert progress.single_after == "" and last.covered["singlenodeconsolidation"] == 1 and last.idle
 
 
 BY_VALUE = DeprovisioningSettings(consolidation_order="value")

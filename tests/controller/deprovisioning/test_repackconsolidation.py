@@ -70,12 +70,41 @@ def test_the_replacements_worst_prices_stay_below_the_candidates_price() -> None
     assert worst < 3.00
 
 
-def test_karpenter_consolidators_act_first() -> None:
-    # n1's pods fit on n0: single-node consolidation deletes it, no repack
-    nodes = [_half_empty("n0"), make_node("n1", MEDIUM, pods=[make_pod("a", cpu=1)], created=at(1))]
+def test_empty_node_and_multi_node_consolidation_act_before_a_repack() -> None:
+    empty = [_half_empty("n0"), make_node("n1", MEDIUM, created=at(1))]
+    decision = decide(make_inputs(empty, ON_DEMAND), None, schedule, NOW)
+    assert decision.method == "emptynodeconsolidation" and decision.execute is not None
+    assert decision.execute.node_names == ("n1",)
+    # two mediums whose pods fit on the huge node's free room: multi-node deletes both, no repack
+    two = [make_node(f"m{i}", MEDIUM, pods=[make_pod(f"a{i}", cpu=0.5)], created=at(i)) for i in range(2)]
+    decision = decide(make_inputs([*two, _half_empty("n0", created=5)], ON_DEMAND), None, schedule, NOW)
+    assert decision.method == "multinodeconsolidation" and decision.execute is not None
+    assert decision.execute.node_names == ("m0", "m1") and decision.execute.reason == "consolidation/delete"
+
+
+def test_after_a_scale_down_a_repack_acts_before_single_node_consolidation() -> None:
+    # n0's one pod fits on a huge node a third empty: single-node consolidation would delete n0
+    # ($0.20/h) and come back for the huge nodes one by one; multi-node cannot take n0 and h1
+    # (one huge again); a repack of all three to six mediums and a small saves $0.90/h in one
+    # command (bench/halving.py: 22-26 commands became 3-4)
+    def third_empty(name: str, created: float) -> NodeView:
+        return make_node(name, HUGE, pods=[make_pod(f"{name}-{i}", cpu=3.5) for i in range(3)], created=at(created))
+
+    nodes = [make_node("n0", MEDIUM, pods=[make_pod("a", cpu=1.5)]), third_empty("h1", 1), third_empty("h2", 2)]
     decision = decide(make_inputs(nodes, ON_DEMAND), None, schedule, NOW)
-    assert decision.method in ("multinodeconsolidation", "singlenodeconsolidation")
-    assert decision.execute is not None and decision.execute.reason == "consolidation/delete"
+    cmd = decision.execute
+    assert cmd is not None and decision.method == "repackconsolidation"
+    assert cmd.node_names == ("n0", "h1", "h2") and _launched(cmd) == ["medium"] * 6 + ["small"]
+    assert cmd.price_before == pytest.approx(2.20) and cmd.price_after == pytest.approx(1.30)
+
+
+def test_single_node_consolidation_acts_when_no_repack_saves_enough() -> None:
+    barely = instance_type("barely", 4, price=0.202)
+    provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=(MEDIUM, barely))]
+    node = make_node("n0", barely, pods=[make_pod("a", cpu=3)])
+    decision = decide(make_inputs([node], provisioners), None, schedule, NOW)
+    assert decision.method == "singlenodeconsolidation" and decision.execute is not None
+    assert _launched(decision.execute) == ["medium"]  # $0.200 for $0.202: 1 %, below a repack's 2 %
 
 
 def test_a_saving_below_the_threshold_is_not_worth_a_repack() -> None:
@@ -153,3 +182,28 @@ SIZES = {"none": (0, 64, []), "one": (1, 64, [1]), "three": (3, 64, [1, 2, 3]), 
 @pytest.mark.parametrize(("n", "limit", "sizes"), SIZES.values(), ids=SIZES.keys())
 def test_prefix_sizes_double_up_to_all_candidates(n: int, limit: int, sizes: list[int]) -> None:
     assert prefix_sizes(n, limit) == sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class Spent:
+    def spent(self) -> bool:
+        return True
+
+
+def test_a_repack_stopped_on_its_budget_goes_on_at_the_next_prefix_size() -> None:
+    full = [make_node(f"n{i}", MEDIUM, pods=[make_pod(f"p{i}", cpu=3)], created=at(i)) for i in range(4)]
+    snap = dataclasses.replace(make_inputs(full, ON_DEMAND), budget=Spent())  # nothing to save
+    sizes = []
+    progress = snap.progress
+    for _ in range(4):
+        proposal = RepackConsolidation().compute(dataclasses.replace(snap, progress=progress), schedule)
+        sizes.append(proposal.covered)
+        assert proposal.command is None
+        if proposal.progress is None:
+            assert proposal.complete
+            break
+        assert not proposal.complete and proposal.progress.repack_of == ("n0", "n1", "n2", "n3")
+        progress = proposal.progress
+    assert sizes == [1, 2, 4]  # one size a pass, each after the last, then done
+    moved = dataclasses.replace(progress, repack_of=("n0", "n1", "n9"))  # other candidates: from the start
+    assert RepackConsolidation().compute(dataclasses.replace(snap, progress=moved), schedule).covered == 1
