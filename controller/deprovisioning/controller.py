@@ -12,11 +12,20 @@ launch, mark for deletion, wait for initialized, delete, wait for deletion; a ca
 cannot be cordoned stops the command before any launch, and a failed launch or a replacement
 that never comes uncordons and unmarks. The cordon carries karpy's deprovisioning
 mark (`cordon.py`), and every pass first lifts the marked cordons no command in progress holds —
-those a killed controller left behind. An idle pass sets the consolidated flag until cluster
-state changes (or 5 min pass) and the next full pass waits `poll_period_seconds`. With drift on,
-each full pass first asks the cloud about nodes whose answer is stale (`driftcheck.py`); a node
-the drift marker annotates is counted (`karpenter_machines_drifted`) and logged as a decision,
-and a drift command's decision says why each node drifted.
+those a killed controller left behind.
+
+When the next full pass runs (`decide.next_pass_at`, Karpenter's requeue, spec §6.2): at once
+after a pass that acted or stopped short; a pending command's pass at its validation time; after
+a complete pass that did nothing, `poll_period_seconds` (10 s) later whatever changed meanwhile —
+a scale-up changes state every second, and a pass every second spent the controller's CPU on
+consolidation (issue 21). Every tick still lifts stale cordons and follows a command in progress,
+and a tick between passes that sees cluster state changed runs the node markers alone (emptiness
+timestamp, drift annotation: Karpenter's node controllers, spec §6.1). An idle pass also sets
+the consolidated flag (the consolidation methods do nothing while it is set) until cluster state
+changes or 5 min pass. With drift on, the markers first ask the cloud about nodes whose answer
+is stale (`driftcheck.py`); a node the drift marker annotates is counted
+(`karpenter_machines_drifted`) and logged as a decision, and a drift command's decision says why
+each node drifted.
 
 Each pass's simulations get `consolidation_budget_seconds` of wall time (`Deadline`); a pass
 that stops on it keeps where it stopped (`_progress`) and the next pass — at once, not after the
@@ -44,7 +53,7 @@ from controller.deprovisioning import decisionlog
 from controller.deprovisioning import events as E
 from controller.deprovisioning import metrics as M
 from controller.deprovisioning.cordon import cordon_patch, stale_cordons, uncordon_patch
-from controller.deprovisioning.decide import PassResult, Pending, decide
+from controller.deprovisioning.decide import PassResult, Pending, decide, mark, next_pass_at
 from controller.deprovisioning.drift import DRIFTED, node_drift
 from controller.deprovisioning.driftcheck import DriftChecker
 from controller.deprovisioning.launcher import Launcher
@@ -53,6 +62,7 @@ from controller.deprovisioning.types import (
     CONSOLIDATION,
     DRIFT,
     Action,
+    Annotate,
     Command,
     DeprovisioningSettings,
     Event,
@@ -139,7 +149,8 @@ class DeprovisioningController:
         self._pending: Pending | None = None
         self._execution: Execution | None = None
         self._idle_since: tuple[int, float] | None = None  # (state generation, time) the flag was set
-        self._last_pass = float("-inf")  # when decide() last ran
+        self._due = float("-inf")  # when the next full pass may run (`decide.next_pass_at`)
+        self._marked = -1  # the state generation the node markers last ran on
         self.last_decision: PassResult | None = None
         self._progress = Progress()  # where the last pass stopped on its budget
         self.last_pass: dict[str, Any] = {}  # its time, duration, coverage (the dashboard's overview)
@@ -163,9 +174,12 @@ class DeprovisioningController:
             self._follow(snap)
             return
         consolidated = self._consolidated(generation, snap.now)
-        if consolidated and self._pending is None and snap.now - self._last_pass < self.settings.poll_period_seconds:
-            return  # when consolidated, expiration and emptiness still get a pass every poll period
-        self._last_pass = snap.now
+        if snap.now < self._due:
+            if generation != self._marked:  # between passes, the markers still follow every change
+                self._marked = generation
+                self._mark(snap, consolidated)
+            return
+        self._marked = generation
         started = time.monotonic()
         budget = Deadline(started + self.settings.consolidation_budget_seconds)
         inputs = self._inputs(snap, consolidated, budget, self._progress)
@@ -178,17 +192,18 @@ class DeprovisioningController:
         self.last_decision = decision
         if not consolidated:
             self.unconsolidatable = unconsolidatable_reasons(decision)
-        self._annotate(decision, inputs)
+        self._annotate(decision.annotations, inputs)
         for event in decision.events:
             self._event(event)
         self._pending = decision.pending
+        self._due = next_pass_at(decision, snap.now, self.settings)
         if decision.dropped:
             log.info("%s", decision.dropped)
         if decision.execute is not None:
             self._idle_since = None
             self._start(decision.execute, snap.now, self._drifts(decision.execute, inputs))
         elif decision.idle:
-            self._idle_since = (self._state.generation, snap.now) if not consolidated else self._idle_since
+            self._idle_since = (generation, snap.now) if not consolidated else self._idle_since
         else:
             self._idle_since = None
 
@@ -200,6 +215,11 @@ class DeprovisioningController:
             self._idle_since = None
             return False
         return True
+
+    def _mark(self, snap: Snapshot, consolidated: bool) -> None:
+        """Only the node markers (`decide.mark`): what a change between two passes still gets."""
+        inputs = self._inputs(snap, consolidated)
+        self._annotate(mark(inputs), inputs)
 
     def _inputs(
         self, snap: Snapshot, consolidated: bool, budget: Deadline | None = None, progress: Progress | None = None
@@ -247,8 +267,8 @@ class DeprovisioningController:
 
     # Acting ------------------------------------------------------------------------------------
 
-    def _annotate(self, decision: PassResult, inputs: Inputs) -> None:
-        for a in decision.annotations:
+    def _annotate(self, annotations: Sequence[Annotate], inputs: Inputs) -> None:
+        for a in annotations:
             try:
                 self._kube.patch(NODES, a.node, {"metadata": {"annotations": {a.key: a.value}}})
             except KubeError as err:  # a conflict or a vanished node: the next pass recomputes

@@ -17,6 +17,10 @@ Anytime (issue 21, `types.py`): a method that stops on `inputs.budget` ends the 
 best command so far if it has one, else `incomplete` with the `progress` to pass back in next
 time (an incomplete pass is not idle: the consolidated flag is not set on it). `covered` says how
 many candidates each method evaluated.
+
+`next_pass_at` says when the next full pass is due (Karpenter's requeue): the polling period
+after a complete pass that did nothing, a pending command's validation time, at once otherwise.
+`mark` is the markers alone, which the controller also runs between passes on a state change.
 """
 
 from __future__ import annotations
@@ -92,6 +96,13 @@ class PassResult:
         return self.execute is None and self.pending is None and not self.dropped and not self.incomplete
 
 
+def mark(inputs: Inputs) -> tuple[Annotate, ...]:
+    """The node markers' writes (emptiness timestamp, drift annotation): every pass's first step,
+    and what the controller runs alone between passes when cluster state changed (Karpenter's
+    markers are node controllers that re-run on every node and pod change, spec §6.1)."""
+    return (*emptiness_annotations(inputs), *drift_annotations(inputs))
+
+
 def decide(
     inputs: Inputs,
     pending: Pending | None,
@@ -102,7 +113,7 @@ def decide(
     """One pass. `deprovisioners` replaces the methods that act in order (tests); by default
     `DEPROVISIONERS`, or with `consolidation_order: value` the methods before consolidation's, the
     consolidation methods' offers then compared by value (`bestvalue.py`)."""
-    markers = (*emptiness_annotations(inputs), *drift_annotations(inputs))
+    markers = mark(inputs)
     wait = settings.validation_wait_seconds
     progress = inputs.progress
     if pending is not None:
@@ -135,6 +146,19 @@ def decide(
     if any(not p.complete for _, p in found):
         return dataclasses.replace(passed, incomplete=True)
     return run.result()
+
+
+def next_pass_at(decision: PassResult, now: float, settings: DeprovisioningSettings) -> float:
+    """When the next full pass is due after `decision`, a pass made at `now` (Karpenter's requeue,
+    spec §6.2): a pending command's pass at its validation time; after a complete pass that did
+    nothing, the polling period, whatever changes meanwhile; at once after a pass that acted (the
+    controller follows its command first) or did not finish (a pending command dropped, a pass
+    stopped on its budget: anytime, the next continues where it stopped)."""
+    if decision.pending is not None:
+        return decision.pending.since + settings.validation_wait_seconds
+    if decision.idle:
+        return now + settings.poll_period_seconds
+    return now
 
 
 class _Run:

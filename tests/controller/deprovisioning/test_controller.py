@@ -12,7 +12,7 @@ from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.decisions import DEPROVISIONING_FAILED
 from controller.kube.errors import KubeError
-from controller.kube.resources import AWSNODETEMPLATES, NODES, PDBS, PROVISIONERS
+from controller.kube.resources import AWSNODETEMPLATES, NODES, PDBS, PODS, PROVISIONERS
 from tests.builders.wire import make_awsnodetemplate, make_pdb, make_provisioner
 from tests.fakes.deprovisioning import World, consolidating, marked, replacing_big, restarted
 
@@ -38,7 +38,9 @@ def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
     assert L.EMPTINESS_TIMESTAMP in world.kube.objects["nodes"]["n1"]["metadata"]["annotations"]
     world.reconcile(step=3)
     assert world.deleting() == []
-    world.reconcile(step=3)
+    world.reconcile(step=3)  # past the TTL, but the stamping pass did nothing: the next is due at 10 s
+    assert world.deleting() == []
+    world.reconcile(step=4)
     assert world.deleting() == ["n1"]
     assert world.metric("karpenter_nodes_terminated", reason="emptiness/delete", provisioner="default") == 1
     assert world.metric("karpenter_machines_terminated", reason="emptiness/delete", provisioner="default") == 1
@@ -84,6 +86,101 @@ def test_the_consolidated_flag_lapses_after_the_reset_time_even_if_nothing_chang
         world.clock.step(1)
         world.controller.reconcile()
     assert world.deleting() == ["n1"]
+
+
+# When the next full pass runs (decide.next_pass_at; spec §6.2) --------------------------------
+
+
+def full_two_nodes(world: World) -> None:
+    """n1 and n2 (4 CPU each) 3 CPU full: nothing to consolidate until a pod goes."""
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1", cpu="3")
+    world.pod("b", "n2", cpu="3")
+
+
+def test_after_an_idle_pass_a_change_waits_for_the_poll_period() -> None:
+    """Every tick sees cluster state changed (as during a scale-up); the pass after an idle one
+    still comes only after the poll period, and then acts on the change."""
+    world = World(validation_wait_seconds=0)
+    full_two_nodes(world)
+    world.reconcile()
+    idle = world.controller.last_decision
+    assert idle is not None and idle.idle
+    world.kube.delete(PODS, "b", "default")  # n2 is empty now: empty-node consolidation would delete it
+    for _ in range(9):
+        world.reconcile(step=1)
+        assert world.controller.last_decision is idle and world.deleting() == []
+    world.reconcile(step=0.9)  # 9.9 s after the idle pass
+    assert world.controller.last_decision is idle and world.deleting() == []
+    world.reconcile(step=0.1)
+    assert world.controller.last_decision is not idle and world.deleting() == ["n2"]
+
+
+def test_a_pass_that_acted_is_followed_at_once_by_the_next() -> None:
+    world = World(validation_wait_seconds=0)
+    full_two_nodes(world)
+    world.kube.delete(PODS, "b", "default")
+    world.reconcile()
+    assert world.deleting() == ["n2"]
+    world.kube.patch(NODES, "n2", {"metadata": {"finalizers": None}})  # gone
+    world.kube.delete(PODS, "a", "default")
+    world.reconcile(step=0.1)  # sees n2 gone: the command is over
+    world.reconcile(step=0.1)  # the next pass, without waiting for a poll period
+    assert world.deleting() == ["n1"]
+
+
+def test_a_pending_command_is_validated_at_its_due_time_not_the_poll_period() -> None:
+    world = World(validation_wait_seconds=3)
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1")
+    world.pod("b", "n2", cpu="2")
+    world.reconcile()
+    computed = world.controller.last_decision
+    assert computed is not None and computed.pending is not None
+    for _ in range(2):
+        world.reconcile(step=1)
+        assert world.controller.last_decision is computed and world.deleting() == []
+    world.reconcile(step=0.9)
+    assert world.deleting() == []
+    world.reconcile(step=0.1)  # 3 s: due
+    assert world.deleting() == ["n1"]
+
+
+def test_a_pending_command_longer_than_the_poll_period_is_not_recomputed_meanwhile() -> None:
+    world = World()  # validation 15 s, poll period 10 s
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1")
+    world.pod("b", "n2", cpu="2")
+    world.reconcile()
+    computed = world.controller.last_decision
+    for _ in range(14):
+        world.reconcile(step=1)
+    assert world.controller.last_decision is computed and world.deleting() == []
+    world.reconcile(step=1)
+    assert world.deleting() == ["n1"]
+
+
+def test_between_passes_the_emptiness_marker_still_follows_changes() -> None:
+    world = World()
+    world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=30))
+    world.node("n1")
+    world.pod("a", "n1")
+    world.reconcile()  # idle: the next full pass is 10 s away
+    assert L.EMPTINESS_TIMESTAMP not in world.kube.objects["nodes"]["n1"]["metadata"].get("annotations", {})
+    world.kube.delete(PODS, "a", "default")
+    world.reconcile(step=1)
+    assert world.kube.objects["nodes"]["n1"]["metadata"]["annotations"][L.EMPTINESS_TIMESTAMP] == (
+        "2023-11-14T22:13:21Z"
+    )
+    world.pod("b", "n1")
+    world.reconcile(step=1)
+    assert L.EMPTINESS_TIMESTAMP not in world.kube.objects["nodes"]["n1"]["metadata"]["annotations"]
 
 
 def test_replacement_is_ready_before_the_old_node_goes() -> None:
@@ -312,7 +409,7 @@ def test_an_emptiness_delete_costs_nothing_after() -> None:
     world.kube.put(PROVISIONERS, make_provisioner(ttlSecondsAfterEmpty=5))
     world.node("n1")
     world.reconcile()
-    world.reconcile(step=6)
+    world.reconcile(step=10)  # the TTL passed, and so did the poll period after the stamping pass
     (decision,) = world.controller.decisions.recent()
     assert (decision.action, decision.price_before, decision.price_after) == ("emptiness/delete", 0.20, 0)
 
@@ -365,7 +462,7 @@ def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_publi
         world.pod(f"p{i}", f"n{i}", cpu="1", nodeSelector={L.HOSTNAME: f"n{i}"})
     stopped = []
     for _ in range(20):
-        world.reconcile(step=1.0)
+        world.reconcile(step=0.1)  # at once: an incomplete pass is not idle, no poll period
         if world.controller.last_pass["complete"]:
             break
         stopped.append((world.controller.last_pass["stoppedIn"], world.controller.last_pass["covered"]))
@@ -417,6 +514,8 @@ def test_a_drifted_node_is_annotated_counted_logged_then_replaced() -> None:
         "reason": "AMIDrift",
         "message": "AMI ami-1 is no longer selected (now ami-2)",
     }
+    world.reconcile(step=9)
+    assert not world.unschedulable("n1")  # the marking pass did nothing: the next is the poll period's
     world.reconcile(step=1)
     assert world.unschedulable("n1") and len(world.cloud.create_calls) == 1  # replacement first, n1 still there
     assert world.deleting() == []

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from controller.core import labels as L
-from controller.deprovisioning.decide import decide
+from controller.deprovisioning.decide import decide, next_pass_at
 from controller.deprovisioning.types import DeprovisioningSettings, Inputs
 from controller.scheduling.scheduler import schedule
 from controller.state.snapshot import PodView
@@ -209,3 +209,37 @@ def test_by_value_a_pass_stopped_on_its_budget_is_not_idle_and_continues() -> No
     assert second.incomplete and second.progress.single_after not in ("", first.progress.single_after)
     third = _pass(dataclasses.replace(inputs, progress=second.progress), settings=BY_VALUE)
     assert third.progress.single_after == "" and third.covered["singlenodeconsolidation"] == 1
+
+
+# When the next pass is due (Karpenter's requeue, spec §6.2) ----------------------------------
+
+
+def test_after_a_complete_pass_that_did_nothing_the_next_waits_the_poll_period() -> None:
+    decision = _pass(make_inputs([make_node("n1", MEDIUM, pods=[make_pod("a", cpu=3)])], ALL_ON, now=at(7)))
+    assert decision.idle
+    assert next_pass_at(decision, at(7), SETTINGS) == at(17)
+    assert next_pass_at(decision, at(7), DeprovisioningSettings(poll_period_seconds=2)) == at(9)
+
+
+def test_a_pending_command_is_due_at_its_validation_time_even_before_the_poll_period() -> None:
+    nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
+    first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
+    assert next_pass_at(first, at(0), SETTINGS) == at(15)
+    short = DeprovisioningSettings(validation_wait_seconds=3)
+    assert next_pass_at(first, at(0), short) == at(3)
+    waiting = _pass(make_inputs(nodes, ALL_ON, now=at(2)), first.pending, short)
+    assert next_pass_at(waiting, at(2), short) == at(3)  # not pushed back by a pass while it waits
+
+
+def test_a_pass_that_acted_dropped_a_command_or_stopped_short_is_followed_at_once() -> None:
+    nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
+    acted = _pass(make_inputs(nodes, ALL_ON, now=at(5)), settings=DeprovisioningSettings(validation_wait_seconds=0))
+    assert acted.execute is not None and next_pass_at(acted, at(5), SETTINGS) == at(5)
+    first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
+    crowded = [nodes[0], make_node("n2", MEDIUM, pods=[make_pod("b"), make_pod("c", cpu=3)])]
+    dropped = _pass(make_inputs(crowded, ALL_ON, now=at(20)), first.pending)
+    assert dropped.dropped and next_pass_at(dropped, at(20), SETTINGS) == at(20)
+    on_demand = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
+    pinned_nodes = [make_node(f"n{i}", MEDIUM, pods=[pinned(f"p{i}", f"n{i}")], created=at(i)) for i in range(3)]
+    stopped = _pass(dataclasses.replace(make_inputs(pinned_nodes, on_demand, now=at(9)), budget=Spent()))
+    assert stopped.incomplete and next_pass_at(stopped, at(9), SETTINGS) == at(9)
