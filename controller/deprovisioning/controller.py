@@ -27,6 +27,9 @@ is stale (`driftcheck.py`); a node the drift marker annotates is counted
 (`karpenter_machines_drifted`) and logged as a decision, and a drift command's decision says why
 each node drifted.
 
+While pods wait for kube-scheduler's first decision, a pass runs no consolidation method
+(`decide.py`), logged when it starts and said in `last_pass["waiting"]`.
+
 Each pass's simulations get `consolidation_budget_seconds` of wall time (`Deadline`); a pass
 that stops on it keeps where it stopped (`_progress`) and the next pass — at once, not after the
 poll period — continues there (anytime, issue 21). The last pass's time, the candidates each
@@ -188,9 +191,11 @@ class DeprovisioningController:
         M.EVALUATION_DURATION.labels(method=decision.method or "all").observe(elapsed)
         for deprovisioner, count in decision.eligible.items():
             M.ELIGIBLE_MACHINES.labels(deprovisioner=deprovisioner).set(count)
+        if decision.waiting and not self.last_pass.get("waiting"):
+            log.info("consolidation waits: %s", decision.waiting)
         self._account(decision, snap.now, elapsed)
         self.last_decision = decision
-        if not consolidated:
+        if not consolidated and not decision.waiting:  # a pass whose consolidation waited keeps the last reasons
             self.unconsolidatable = unconsolidatable_reasons(decision)
         self._annotate(decision.annotations, inputs)
         for event in decision.events:
@@ -252,6 +257,7 @@ class DeprovisioningController:
                 "seconds": round(elapsed, 3),
                 "complete": not decision.incomplete,
                 "stoppedIn": decision.method if decision.incomplete else "",
+                "waiting": decision.waiting,
                 "eligible": decision.eligible.get(CONSOLIDATION, 0),
                 "covered": dict(decision.covered),
             }

@@ -203,6 +203,11 @@ class Inputs:
         return provisionable(self.state)
 
     @cached_property
+    def queued(self) -> tuple[PodView, ...]:
+        """The pods kube-scheduler has not decided yet (`PodView.queued`): consolidation waits for them."""
+        return tuple(self.state.queued_pods())
+
+    @cached_property
     def stamps(self) -> Mapping[str, Stamps]:
         """Per valid Provisioner, its nodes' drift stamps now (hashed once per pass)."""
         out = {}

@@ -6,7 +6,8 @@ resourceVersion and shared between snapshots.
 
 - `PodView` — one pod: binding, phase, owner, priority class, do-not-evict, and its
   `PodRequest` for the scheduler (`request`, None if the pod could not be read).
-  `provisionable` is karpy's rule for "pods considered" (decisions table; spec §5.2).
+  `provisionable` is karpy's rule for "pods considered" (decisions table; spec §5.2);
+  `queued` for the pods kube-scheduler has not decided yet (issue 21).
 - `NodeView` — one node (real, or in-flight: launched by us, not yet seen by the watch) with the
   pods bound to it, `marked_for_deletion` (deleting, or marked by deprovisioning) and
   `nominated` (recently chosen for pods); `state_node()` gives the scheduler's `StateNode`.
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from controller.apis.podgate import DEFAULT_SCHEDULER
 from controller.apis.provisioner import Provisioner
 from controller.core import labels as L
 from controller.core.resources import Resources
@@ -56,6 +58,8 @@ class PodView:
     obj: Obj = field(repr=False)
     unschedulable_since: float = 0.0  # that condition's lastTransitionTime (0: not marked or unknown)
     scheduling_gates: tuple[str, ...] = ()
+    scheduler_name: str = DEFAULT_SCHEDULER  # spec.schedulerName (absent: the default scheduler)
+    scheduler_tried: bool = False  # PodScheduled=False, any reason: a scheduler attempted it and failed
 
     @cached_property  # read for every pending pod on every provisioning tick: once per view
     def spread_pinned(self) -> bool:
@@ -124,6 +128,26 @@ class PodView:
             not self.node_name
             and (self.unschedulable or self.topology_gated or self.spread_pinned)
             and not self.nominated_node_name
+            and not self.is_daemonset
+            and not self.is_mirror
+            and not self.terminal
+            and not self.deleting
+        )
+
+    @cached_property  # read for every pod by a consolidation pass: once per view
+    def queued(self) -> bool:
+        """Waiting for kube-scheduler's first decision (issue 21): not bound, for the default
+        scheduler, not gated, not marked `PodScheduled=False` yet (neither `Unschedulable` nor any
+        other failure: a pod kube-scheduler tried and keeps retrying has had its decision), not
+        `provisionable`, not a DaemonSet or mirror pod, not terminal, not being deleted.
+        kube-scheduler will still place it in the room nodes have now, so consolidation does not
+        take that room away meanwhile (`deprovisioning/decide.py`)."""
+        return (
+            not self.node_name
+            and not self.scheduler_tried
+            and not self.scheduling_gates
+            and self.scheduler_name == DEFAULT_SCHEDULER
+            and not self.provisionable
             and not self.is_daemonset
             and not self.is_mirror
             and not self.terminal
@@ -267,6 +291,10 @@ class Snapshot:
         if ordered:
             pending.sort(key=_pod_order)
         return pending
+
+    def queued_pods(self) -> list[PodView]:
+        """The pods kube-scheduler has not decided yet (`PodView.queued`), in no particular order."""
+        return [p for p in self.pods.values() if p.queued]
 
     def provisioner_usage(self, name: str) -> dict[str, int]:
         """Sum of capacity of the provisioner's nodes not marked for deletion (the counter)."""

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from controller.apis.errors import InvalidObjectError
 from controller.apis.load import load_provisioner
+from controller.apis.podgate import DEFAULT_SCHEDULER
 from controller.core.labels import UNSCHEDULABLE_TAINT_KEY
 from controller.core.quantity import QuantityError
 from controller.core.resources import parse_resources
@@ -93,6 +94,7 @@ def _inert_pod(obj: Obj, meta: Mapping[str, Any], reason: str) -> PodView:
         tolerates_unschedulable=False,
         request=None,
         obj=obj,
+        scheduler_name="",  # unreadable: nobody's pod to wait for
     )
 
 
@@ -167,10 +169,9 @@ def pod_view(obj: Obj) -> PodView:
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") or not owner_kind:
             owner_kind = str(ref.get("kind") or "")
-    marked = [
-        c for c in status.get("conditions") or []
-        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-    ]  # fmt: skip
+    conditions = status.get("conditions") or []
+    failed = [c for c in conditions if c.get("type") == "PodScheduled" and c.get("status") == "False"]
+    marked = [c for c in failed if c.get("reason") == "Unschedulable"]
     unschedulable = bool(marked)
     stamp = marked[0].get("lastTransitionTime") if marked else None
     since = (parse_timestamp(stamp) or 0.0) if isinstance(stamp, str) else 0.0
@@ -204,6 +205,8 @@ def pod_view(obj: Obj) -> PodView:
         obj=obj,
         unschedulable_since=since,
         scheduling_gates=tuple(str(g.get("name")) for g in spec.get("schedulingGates") or [] if isinstance(g, Mapping)),
+        scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
+        scheduler_tried=bool(failed),
     )
 
 

@@ -129,13 +129,14 @@ def make_node(
 def make_inputs(
     nodes: Iterable[NodeView], provisioners: Iterable[ProvisionerWithTypes] | None = None, *, now: float = T0,
     pdbs: Iterable[PdbView] = (), pending: Iterable[PodView] = (), consolidated: bool = False,
-    volumes: VolumeObjects | None = None,
+    volumes: VolumeObjects | None = None, queued: Iterable[PodView] = (),
 ) -> Inputs:  # fmt: skip
-    """One pass's inputs: the nodes (with their pods), the provisioners and their types, pending pods."""
+    """One pass's inputs: the nodes (with their pods), the provisioners and their types, pending
+    pods (marked `Unschedulable` by kube-scheduler) and `queued` ones (unbound, not tried yet)."""
     provs = list(provisioners) if provisioners is not None else [make_provisioner()]
     node_list = list(nodes)
-    waiting = [dataclasses.replace(p, unschedulable=True) for p in pending]
-    pods = {p.key: p for p in (*(p for n in node_list for p in n.pods), *waiting)}
+    waiting = [dataclasses.replace(p, unschedulable=True, scheduler_tried=True) for p in pending]
+    pods = {p.key: p for p in (*(p for n in node_list for p in n.pods), *waiting, *queued)}
     state = Snapshot(
         synced=True, now=now, pods=pods, nodes={n.name: n for n in node_list},
         provisioners={p.name: p.view for p in provs}, pdbs=tuple(pdbs), volumes=volumes or VolumeObjects(),

@@ -323,3 +323,12 @@ def test_refused_karpenter_global_settings_get_a_banner_on_every_page() -> None:
         assert 'id="settings-problem"' in html and "invalid duration &#39;soon&#39;" in html, path
     assert client.get("/api/v1/overview").get_json()["status"]["settingsProblem"] == problem
     assert 'id="settings-problem"' not in create_app(dashboard_source=cluster()).test_client().get("/").get_data(True)
+
+
+def test_the_overview_says_when_consolidation_waited_for_kube_scheduler() -> None:
+    source = cluster()
+    why = "12 pod(s) not yet decided by kube-scheduler (the oldest default/web-9): their room stays"
+    last = {"time": "2024-01-01T00:02:00Z", "seconds": 0.02, "complete": True, "waiting": why, "covered": {}}
+    source.answers = dataclasses.replace(answers(), consolidation=last)
+    html = create_app(dashboard_source=source).test_client().get("/").get_data(as_text=True)
+    assert f"consolidation waited: {why}" in html and "went through" not in html

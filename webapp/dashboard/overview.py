@@ -84,7 +84,8 @@ def overview_page(inputs: DashboardInputs) -> dict[str, Any]:
 def consolidation_pass(answer: Mapping[str, Any]) -> dict[str, Any]:
     """The controller's last consolidation pass, as the overview shows it (empty when none yet):
     its time and duration, the candidates eligible and covered per method, and whether it went
-    through or stopped on its budget (then the next pass continues where it stopped)."""
+    through or stopped on its budget (then the next pass continues where it stopped), or did not
+    run because pods wait for kube-scheduler (`waiting`: how many, the oldest)."""
     if not answer.get("time"):
         return {}
     covered = answer.get("covered")
@@ -95,6 +96,7 @@ def consolidation_pass(answer: Mapping[str, Any]) -> dict[str, Any]:
         "seconds": float(seconds) if isinstance(seconds, int | float) else None,
         "complete": bool(answer.get("complete")),
         "stoppedIn": str(answer.get("stoppedIn") or ""),
+        "waiting": str(answer.get("waiting") or ""),
         "eligible": int(answer.get("eligible") or 0),
         "covered": methods,
     }

@@ -13,7 +13,7 @@ from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.decisions import DEPROVISIONING_FAILED
 from controller.kube.errors import KubeError
 from controller.kube.resources import AWSNODETEMPLATES, NODES, PDBS, PODS, PROVISIONERS
-from tests.builders.wire import make_awsnodetemplate, make_pdb, make_provisioner
+from tests.builders.wire import make_awsnodetemplate, make_pdb, make_pod, make_provisioner
 from tests.fakes.deprovisioning import World, consolidating, marked, replacing_big, restarted
 
 SIMULATIONS = "karpenter_provisioner_scheduling_simulation_duration_seconds_count"
@@ -181,6 +181,38 @@ def test_between_passes_the_emptiness_marker_still_follows_changes() -> None:
     world.pod("b", "n1")
     world.reconcile(step=1)
     assert L.EMPTINESS_TIMESTAMP not in world.kube.objects["nodes"]["n1"]["metadata"]["annotations"]
+
+
+def test_an_empty_node_is_kept_while_a_pod_that_fits_it_waits_for_kube_scheduler() -> None:
+    """Issue 21: a pod created but not yet tried by kube-scheduler (unbound, no PodScheduled
+    condition) will take the room nodes have now; consolidation waits for it, and says so."""
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1", cpu="3")
+    world.kube.put(PODS, make_pod("new", cpu="2", memory="1Mi", pending=False))  # only n2 has room for it
+    world.reconcile()
+    assert world.deleting() == []
+    assert world.controller.last_pass["waiting"] == (
+        "1 pod(s) not yet decided by kube-scheduler (the oldest default/new): their room stays"
+    )
+    for _ in range(3):
+        world.reconcile(step=10)
+        assert world.deleting() == []
+    world.kube.bind("default", "new", "n2")  # kube-scheduler placed it
+    world.reconcile(step=10)
+    assert world.deleting() == [] and world.controller.last_pass["waiting"] == ""
+
+
+def test_without_a_pod_waiting_for_kube_scheduler_that_empty_node_goes() -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1", cpu="3")
+    world.reconcile()
+    assert world.deleting() == ["n2"] and world.controller.last_pass["waiting"] == ""
 
 
 def test_replacement_is_ready_before_the_old_node_goes() -> None:

@@ -243,3 +243,51 @@ def test_a_pass_that_acted_dropped_a_command_or_stopped_short_is_followed_at_onc
     pinned_nodes = [make_node(f"n{i}", MEDIUM, pods=[pinned(f"p{i}", f"n{i}")], created=at(i)) for i in range(3)]
     stopped = _pass(dataclasses.replace(make_inputs(pinned_nodes, on_demand, now=at(9)), budget=Spent()))
     assert stopped.incomplete and next_pass_at(stopped, at(9), SETTINGS) == at(9)
+
+
+# Pods kube-scheduler has not decided yet (issue 21) -------------------------------------------
+
+
+def test_while_pods_wait_for_kube_scheduler_consolidation_does_not_run_and_says_why() -> None:
+    nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
+    assert _pass(make_inputs(nodes, ALL_ON)).pending is not None  # without them: multi-node consolidation
+    decision = _pass(make_inputs(nodes, ALL_ON, queued=[make_pod("new-1"), make_pod("new-2")]))
+    assert decision.pending is None and decision.execute is None
+    assert decision.waiting == "2 pod(s) not yet decided by kube-scheduler (the oldest default/new-1): their room stays"
+    assert not decision.idle  # consolidation did not look: the consolidated flag must not be set
+    assert next_pass_at(decision, at(0), SETTINGS) == at(10)  # it did nothing: the polling period
+    assert "multinodeconsolidation" not in decision.covered
+
+
+def test_an_empty_node_is_kept_while_a_pod_waits_for_kube_scheduler() -> None:
+    nodes = [make_node("empty", MEDIUM), make_node("n2", MEDIUM, pods=[make_pod("b", cpu=3)])]
+    assert _pass(make_inputs(nodes, ALL_ON)).pending is not None  # empty-node consolidation
+    decision = _pass(make_inputs(nodes, ALL_ON, queued=[make_pod("fits-empty", cpu=2)]))
+    assert decision.pending is None and decision.waiting
+
+
+def test_expiration_and_emptiness_still_act_while_pods_wait_for_kube_scheduler() -> None:
+    provs = [make_provisioner(ttl_empty=5), make_provisioner("x", ttl_expired=100)]
+    stamped = {L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"}
+    queued = [make_pod("new")]
+    empty = _pass(make_inputs([make_node("e", annotations=stamped)], provs, now=at(10), queued=queued))
+    assert empty.execute is not None and empty.execute.reason == "emptiness/delete" and not empty.waiting
+    old = [make_node("old", provisioner="x", pods=[make_pod("a")], created=at(0))]
+    expired = _pass(make_inputs(old, provs, now=at(120), queued=queued))
+    assert expired.execute is not None and expired.execute.deprovisioner == "expiration"
+
+
+def test_a_validated_command_is_not_stopped_by_a_pod_that_arrived_meanwhile_unless_it_takes_the_room() -> None:
+    """Validation re-simulates with the pods as they are then; a queued pod takes no room there
+    (kube-scheduler has not placed it), so a command already computed goes on as Karpenter's does."""
+    nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
+    first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
+    assert first.pending is not None
+    done = _pass(make_inputs(nodes, ALL_ON, now=at(15), queued=[make_pod("new")]), first.pending)
+    assert done.execute is not None
+
+
+def test_by_value_consolidation_also_waits_for_kube_scheduler() -> None:
+    nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
+    decision = _pass(make_inputs(nodes, ALL_ON, queued=[make_pod("new")]), settings=BY_VALUE)
+    assert decision.pending is None and decision.waiting and "repackconsolidation" not in decision.covered

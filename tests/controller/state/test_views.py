@@ -67,6 +67,47 @@ def test_a_pending_pod_is_provisionable_and_a_daemonset_or_bound_one_is_not() ->
     assert pod_view(make_pod("d", owner_kind="DaemonSet")).is_daemonset
 
 
+def queued_pod(name: str = "q", **spec: Any) -> dict[str, Any]:
+    """A pod kube-scheduler has not tried yet: unbound, no PodScheduled condition."""
+    pod = make_pod(name, pending=False, **spec)
+    assert not pod["status"].get("conditions")
+    return pod
+
+
+def test_a_pod_kube_scheduler_has_not_tried_yet_is_queued() -> None:
+    assert pod_view(queued_pod()).queued
+    assert pod_view(queued_pod(schedulerName="default-scheduler")).queued
+    assert not pod_view(make_pod("marked")).queued  # marked Unschedulable: provisionable instead
+    assert pod_view(make_pod("marked")).provisionable
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p["spec"].update(nodeName="n1"),
+        lambda p: p["spec"].update(schedulerName="my-scheduler"),
+        lambda p: p["spec"].update(schedulingGates=[{"name": "example.com/wait"}]),
+        lambda p: p["status"].update(conditions=[{"type": "PodScheduled", "status": "False", "reason": "Error"}]),
+        lambda p: p["status"].update(phase="Succeeded"),
+        lambda p: p["metadata"].update(deletionTimestamp="2024-01-01T00:00:01Z"),
+        lambda p: p["metadata"].update(ownerReferences=[{"kind": "DaemonSet", "name": "ds", "controller": True}]),
+        lambda p: p["metadata"].update(annotations={"kubernetes.io/config.mirror": "x"}),
+    ],
+    ids=["bound", "another-scheduler", "gated", "tried-and-failed", "terminal", "deleting", "daemonset", "mirror"],
+)
+def test_a_pod_kube_scheduler_will_not_try_or_already_tried_is_not_queued(change: Any) -> None:
+    pod = queued_pod()
+    change(pod)
+    assert not pod_view(pod).queued
+
+
+def test_a_spread_pinned_pod_is_provisionable_not_queued() -> None:
+    spread = [{"topologyKey": L.ZONE, "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]  # fmt: skip
+    view = pod_view(queued_pod(topologySpreadConstraints=spread, nodeSelector={L.ZONE: "zone-a"}))
+    assert view.provisionable and not view.queued
+
+
 def test_a_pod_remembers_when_kube_scheduler_marked_it_unschedulable() -> None:
     pod = make_pod("p")
     pod["status"]["conditions"][0]["lastTransitionTime"] = "2027-01-15T08:00:00Z"

@@ -36,4 +36,11 @@ def test_the_last_consolidation_pass_is_read_from_the_controllers_answer() -> No
     shown = consolidation_pass(answer)
     assert shown["seconds"] == 12.5 and shown["complete"] is False and shown["eligible"] == 1000
     assert shown["covered"] == {"multinodeconsolidation": 1000, "singlenodeconsolidation": 7}
+    assert shown["waiting"] == ""
     assert consolidation_pass({}) == {}  # no pass yet (or an older controller): nothing shown
+
+
+def test_a_pass_whose_consolidation_waited_for_kube_scheduler_says_why() -> None:
+    why = "3 pod(s) not yet decided by kube-scheduler (the oldest default/a): their room stays"
+    answer = {"time": "2024-01-01T00:00:00Z", "seconds": 0.1, "complete": True, "waiting": why, "covered": {}}
+    assert consolidation_pass(answer)["waiting"] == why
