@@ -23,7 +23,7 @@ After each command: nodes, $/h, the ratio to karpy's fresh provisioning of the r
 `schedule()` of them, pending, on no node: the harness's `fresh_price`), pods moved, the method
 and action, the pass's CPU seconds; then the final ratio and the number of commands.
 
-    python -m bench.halving [--pods 5000] [--seed 1] [--max-commands 200] [--catalog instance_types.json]
+    python -m bench.halving [--pods 5000] [--seed 1] [--batches 12] [--order first|value] [--detail]
 """
 
 from __future__ import annotations
@@ -51,7 +51,15 @@ from controller.deprovisioning.controller import Deadline
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
 from controller.deprovisioning.simulation import ONE_NODE, simulate
-from controller.deprovisioning.types import REPACK_CONSOLIDATION, Command, DeprovisioningSettings, Inputs, Progress
+from controller.deprovisioning.types import (
+    CONSOLIDATION_FIRST,
+    CONSOLIDATION_ORDERS,
+    REPACK_CONSOLIDATION,
+    Command,
+    DeprovisioningSettings,
+    Inputs,
+    Progress,
+)
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.scheduling.scheduler import planned_labels, schedule
 from controller.scheduling.types import InstanceType, NewNode
@@ -261,7 +269,13 @@ def shapes(cmd: Command) -> str:
 
 
 def settle(
-    cluster: Cluster, fresh: float, max_commands: int, budget: float, quiet: bool = False, detail: bool = False
+    cluster: Cluster,
+    fresh: float,
+    max_commands: int,
+    budget: float,
+    quiet: bool = False,
+    detail: bool = False,
+    settings: DeprovisioningSettings = SETTINGS,
 ) -> Outcome:
     """Deprovisioning passes until one finds nothing, each command validated as the controller
     validates it after its wait (nothing changed meanwhile) and applied."""
@@ -272,12 +286,12 @@ def settle(
         started = time.process_time()
         snap = cluster.state.snapshot()
         inputs = Inputs.of(snap, instance_types, budget=Deadline(time.monotonic() + budget), progress=progress)
-        decision = decide(inputs, None, schedule, SETTINGS)
+        decision = decide(inputs, None, schedule, settings)
         progress = decision.progress
         checked = None
         if decision.pending is not None:  # the controller's next pass after the wait, on the same cluster
             checked = decide(Inputs.of(snap, instance_types, progress=progress), decision.pending, schedule,
-                             dataclasses.replace(SETTINGS, validation_wait_seconds=0.0))  # fmt: skip
+                             dataclasses.replace(settings, validation_wait_seconds=0.0))  # fmt: skip
         cpu = time.process_time() - started
         cpu_total += cpu
         cmd = checked.execute if checked is not None else decision.execute
@@ -311,7 +325,14 @@ def settle(
 
 
 def run(
-    pods: int, seed: int, max_commands: int, budget: float, batches: int, catalog: Path | None, detail: bool = False
+    pods: int,
+    seed: int,
+    max_commands: int,
+    budget: float,
+    batches: int,
+    catalog: Path | None,
+    detail: bool = False,
+    order: str = CONSOLIDATION_FIRST,
 ) -> Outcome:
     types = kwok_types(catalog)
     started = time.process_time()
@@ -333,11 +354,12 @@ def run(
         f" {max_skew(cluster, next(name for name, *_, zonal in SHAPES if zonal))}"
     )
     print(f"  {'cmd':>3} {'method/action':<40} {'-/+':<7} {'moved':>10} {'fleet':>22} {'ratio':>6}  pass")
-    outcome = settle(cluster, fresh, max_commands, budget, detail=detail)
+    settings = dataclasses.replace(SETTINGS, consolidation_order=order)
+    outcome = settle(cluster, fresh, max_commands, budget, detail=detail, settings=settings)
     print(
         f"final: {outcome.nodes} nodes, ${outcome.price:.2f}/h = {outcome.ratio:.3f}x fresh, {outcome.commands}"
         f" commands ({outcome.dropped} dropped by validation), {outcome.moved} pods moved, {outcome.cpu:.1f} s CPU"
-        f" in passes; load average {os.getloadavg()[0]:.1f}"
+        f" in passes; consolidation order {order}; load average {os.getloadavg()[0]:.1f}"
     )
     return outcome
 
@@ -351,8 +373,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--batches", type=int, default=12, help="provisioning passes (the harness's run: 12)")
     parser.add_argument("--detail", action="store_true", help="each command's candidates and replacements")
     parser.add_argument("--catalog", type=Path, help="kwok's instance_types.json (default: the pinned module's)")
+    parser.add_argument("--order", choices=CONSOLIDATION_ORDERS, default=CONSOLIDATION_FIRST,
+                        help="the consolidation_order setting")  # fmt: skip
     args = parser.parse_args(argv)
-    run(args.pods, args.seed, args.max_commands, args.budget, args.batches, args.catalog, args.detail)
+    run(args.pods, args.seed, args.max_commands, args.budget, args.batches, args.catalog, args.detail, args.order)
 
 
 if __name__ == "__main__":
