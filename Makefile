@@ -10,7 +10,7 @@ DEV_PORT ?= 8443
 LOCK_VENV := .venv-lock
 PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url
 
-.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-scale bench-balanced bench-throttle soak venv clean cluster-binaries kubeletcheck chromium lock prices
+.PHONY: dev test lint typecheck bench bench-karpenter bench-karpenter-e2e bench-memory bench-scale bench-balanced bench-throttle soak venv clean cluster-binaries kubeletcheck chromium lock prices
 
 
 # Dependencies come from requirements.lock (exact versions, hashes checked); karpy itself is then
@@ -125,6 +125,15 @@ bench-karpenter: $(STAMP)
 BENCH_PODS ?= 1000
 bench-karpenter-e2e: $(STAMP) cluster-binaries
 	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.karpenter_e2e --pods $(BENCH_PODS)
+
+# Where the controller's memory goes (issue 21): a local control plane, 1,000 kwok nodes and
+# BENCH_MEMORY_PODS pending pods (20,000) seen by watch, a forced re-list, provisioning passes; RSS, glibc
+# and pymalloc heaps per phase. MEMORY_ARGS="--tracemalloc" adds the allocations by line. Not part
+# of `make test`.
+BENCH_MEMORY_PODS ?= 20000
+MEMORY_ARGS ?=
+bench-memory: $(STAMP) cluster-binaries
+	$(BIN)/python -m bench.memory --pods $(BENCH_MEMORY_PODS) $(MEMORY_ARGS)
 
 dev: $(STAMP) cluster-binaries
 	$(BIN)/karpy dev --dir $(DEV_DIR) --port $(DEV_PORT)
