@@ -41,8 +41,8 @@ class LeaderOnlyKube:
         if not self._leading():
             raise NotLeaderError(f"{what}: not the leader")
 
-    def list(self, kind: Kind) -> ListResult:
-        return self._kube.list(kind)
+    def list(self, kind: Kind, limit: int = 0, continue_token: str = "") -> ListResult:
+        return self._kube.list(kind, limit, continue_token)
 
     def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]:
         return self._kube.watch(kind, resource_version, timeout_seconds)

@@ -8,8 +8,9 @@ through one urllib3 pool and never follow redirects. Errors are the typed ones o
 `errors.py` (a lost connection is `ConnectionLostError`). The `Kube` protocol is what the rest
 of karpy depends on; `tests/fakes/kube.py` implements it in memory.
 
-Methods: `list`, `watch` (yields `WatchEvent`s; raises `GoneError` on 410 — the caller
-re-lists), `get`, `create`, `patch` (JSON merge patch, optional `status` subresource),
+Methods: `list` (whole, or one page: `limit` objects from a `continue_token`, as client-go's
+pager asks; an expired token is a `GoneError`), `watch` (yields `WatchEvent`s; raises `GoneError`
+on 410 — the caller re-lists), `get`, `create`, `patch` (JSON merge patch, optional `status` subresource),
 `replace`, `delete`, `bind` (Binding subresource), `evict` (Eviction API, `policy/v1`), and
 `create_event`.
 """
@@ -38,6 +39,7 @@ Obj = dict[str, Any]
 class ListResult:
     items: list[Obj]
     resource_version: str
+    continue_token: str = ""  # a page: where the next one starts ("" after the last)
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class WatchEvent:
 
 
 class Kube(Protocol):
-    def list(self, kind: Kind) -> ListResult: ...
+    def list(self, kind: Kind, limit: int = 0, continue_token: str = "") -> ListResult: ...
 
     def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]: ...
 
@@ -171,9 +173,19 @@ class KubeClient:
         """The apiserver's `gitVersion` (GET /version, allowed to every authenticated client)."""
         return str(self._request("GET", "/version").get("gitVersion", ""))
 
-    def list(self, kind: Kind) -> ListResult:
-        obj = self._request("GET", kind.collection())
-        return ListResult(list(obj.get("items") or []), str((obj.get("metadata") or {}).get("resourceVersion", "")))
+    def list(self, kind: Kind, limit: int = 0, continue_token: str = "") -> ListResult:
+        """Every object of `kind`, or with `limit` one page of at most that many (from
+        `continue_token`, the previous page's; every page has the first page's resourceVersion)."""
+        query = {}
+        if limit > 0:
+            query["limit"] = str(limit)
+        if continue_token:
+            query["continue"] = continue_token
+        obj = self._request("GET", kind.collection(), query=query or None)
+        meta = obj.get("metadata") or {}
+        return ListResult(
+            list(obj.get("items") or []), str(meta.get("resourceVersion", "")), str(meta.get("continue") or "")
+        )
 
     def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]:
         query = {

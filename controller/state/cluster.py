@@ -6,7 +6,9 @@ watch reports it: `record_node(obj)` (an in-flight node), `record_binding(pod, n
 `nominate(nodes, until)`, `mark_for_deletion(nodes)` / `unmark_for_deletion(nodes)`.
 Readers: `snapshot()` (an immutable `Snapshot`) and `synced()`, which gates every decision:
 true once every watched kind has been listed and none is re-listing after a lost watch.
-Thread-safe (one lock); views are cached per object resourceVersion. Objects are kept without
+Thread-safe (one lock); views are cached per object resourceVersion, and an object sent again
+with the resourceVersion held (a re-list) is not kept twice: the held one stays (`known`, which
+the informers call page by page while listing). Objects are kept without
 `metadata.managedFields`; of claims, volumes, storage classes and CSINodes only what placement
 reads is kept, and `Snapshot.volumes` is rebuilt only after one of them changed. Pods are kept indexed
 incrementally: a snapshot rebuilds only the views of pods changed since the last one and the pod
@@ -73,6 +75,19 @@ def object_key(obj: Obj) -> str:
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
 
 
+def _held_or_kept(kind: str, obj: Obj, held: Mapping[str, Obj]) -> Obj:
+    """The object already held under `obj`'s key when it is `obj` or has its resourceVersion;
+    otherwise `obj` as state keeps it."""
+    old = held.get(object_key(obj))
+    if old is obj:
+        return old
+    if old is not None:
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if rv and rv == (old.get("metadata") or {}).get("resourceVersion"):
+            return old
+    return kept(kind, obj)
+
+
 class ClusterState:
     def __init__(self, clock: Clock, kinds: Iterable[str] = WATCHED_NAMES) -> None:
         self._clock = clock
@@ -99,11 +114,21 @@ class ClusterState:
 
     # Feeding ---------------------------------------------------------------------------------
 
+    def known(self, kind: str, items: Iterable[Obj]) -> list[Obj]:
+        """`items` as cluster state keeps them: the object it holds already where the key and
+        resourceVersion are the same (a re-list sends every unchanged object again: one copy
+        stays, the one its views were built from), the others trimmed (`trim.kept`). The
+        informers call it page by page while listing, so a re-list holds no second copy."""
+        with self._lock:
+            held = self._objects.get(kind, {})
+            return [_held_or_kept(kind, o, held) for o in items]
+
     def replace(self, kind: str, items: Iterable[Obj]) -> None:
         with self._lock:
             if kind == PODS.name:
                 self._dirty_pods.update(self._objects[kind])
-            self._objects[kind] = {object_key(o): kept(kind, o) for o in items}
+            held = self._objects[kind]
+            self._objects[kind] = {object_key(o): _held_or_kept(kind, o, held) for o in items}
             if kind == PODS.name:
                 self._dirty_pods.update(self._objects[kind])
             if kind in VOLUME_KINDS:
@@ -117,7 +142,7 @@ class ClusterState:
             if event_type == "DELETED":
                 self._objects[kind].pop(key, None)
             elif event_type in ("ADDED", "MODIFIED"):
-                self._objects[kind][key] = kept(kind, obj)
+                self._objects[kind][key] = _held_or_kept(kind, obj, self._objects[kind])
             else:
                 return
             if kind == PODS.name:

@@ -2,6 +2,12 @@
 
 Loop per kind: list (→ `state.replace`), then watch from the list's resourceVersion
 (→ `state.apply`), resuming from the last seen resourceVersion when a watch ends normally.
+A list is asked a page of `PAGE_SIZE` objects at a time (`limit`/`continue`, as client-go's
+reflector does), each object kept as cluster state keeps it (`ClusterState.known`: trimmed, or
+the copy it holds already when unchanged) before the next page comes: at 40,000 pods the
+untrimmed objects of one page are alive at once, not those of the whole cluster, and a re-list
+makes no second copy of what did not change. A continue token that expired (410) falls back to
+one list of everything, as client-go's pager does (`FullListIfExpired`).
 A 410 Gone re-lists at once; a lost connection or API-server restart marks the kind unsynced
 (decisions pause), waits with backoff (0.5 s → 5 s) and re-lists. Every `resync_seconds` a full
 re-list corrects any drift. A kind whose CRD is missing counts as listed-empty and is retried.
@@ -17,8 +23,11 @@ from controller.kube.client import Kube
 from controller.kube.errors import GoneError, KubeError, NotFoundError
 from controller.kube.resources import WATCHED, Kind
 from controller.state.cluster import ClusterState
+from controller.state.snapshot import Obj
 
 log = logging.getLogger(__name__)
+
+PAGE_SIZE = 500  # client-go's pager default
 
 
 class Informer:
@@ -30,10 +39,12 @@ class Informer:
         stop: threading.Event,
         resync_seconds: float = 300.0,
         watch_timeout: int = 60,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.kube, self.kind, self.state, self.stop = kube, kind, state, stop
         self.resync_seconds = resync_seconds
         self.watch_timeout = watch_timeout
+        self.page_size = page_size
         self.relists = 0
 
     def run(self) -> None:
@@ -54,11 +65,29 @@ class Informer:
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
 
+    def _list(self) -> tuple[list[Obj], str]:
+        """Every object of the kind, kept as cluster state keeps it, and the list's resourceVersion."""
+        items: list[Obj] = []
+        token = ""
+        while True:
+            try:
+                page = self.kube.list(self.kind, self.page_size, token)
+            except GoneError:
+                if not token:
+                    raise
+                log.info("list of %s: its continue token expired (410), listing it whole", self.kind.name)
+                page = self.kube.list(self.kind)
+                return self.state.known(self.kind.name, page.items), page.resource_version
+            items.extend(self.state.known(self.kind.name, page.items))
+            token = page.continue_token
+            if not token:
+                return items, page.resource_version
+
     def _list_and_watch(self) -> None:
-        result = self.kube.list(self.kind)
+        items, rv = self._list()
         self.relists += 1
-        self.state.replace(self.kind.name, result.items)
-        rv = result.resource_version
+        self.state.replace(self.kind.name, items)
+        del items
         started = time.monotonic()
         while not self.stop.is_set() and time.monotonic() - started < self.resync_seconds:
             for event in self.kube.watch(self.kind, rv, self.watch_timeout):

@@ -69,14 +69,21 @@ def _pod_kept(obj: Obj) -> Obj:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return obj
+    lists = [f for f in ("containers", "initContainers") if _has_dropped(spec.get(f))]
+    if not lists:
+        return obj  # kept already: an object is trimmed once, however often it is passed
     trimmed = dict(spec)
-    for field in ("containers", "initContainers"):
-        containers = spec.get(field)
-        if isinstance(containers, list):
-            trimmed[field] = [
-                {k: v for k, v in c.items() if k in CONTAINER_FIELDS} if isinstance(c, dict) else c for c in containers
-            ]
+    for field in lists:
+        trimmed[field] = [
+            {k: v for k, v in c.items() if k in CONTAINER_FIELDS} if isinstance(c, dict) else c for c in spec[field]
+        ]
     return {**obj, "spec": trimmed}
+
+
+def _has_dropped(containers: object) -> bool:
+    return isinstance(containers, list) and any(
+        isinstance(c, dict) and any(k not in CONTAINER_FIELDS for k in c) for c in containers
+    )
 
 
 def _without(obj: Obj, part: str, dropped: tuple[str, ...]) -> Obj:

@@ -3,7 +3,11 @@
 Objects are dicts per kind; resourceVersions increase; `delete` of an object with finalizers only
 sets `deletionTimestamp` (removing the last finalizer by patch then deletes it), as the API
 server does. Knobs: `evict_errors[pod_key]` (a list of exceptions raised by successive evictions),
-`watch_script` (events/exceptions `watch` yields/raises), `fail_next[method]`. Records: `calls`
+`watch_script` (events/exceptions `watch` yields/raises), `fail_next[method]`, `expire_continues`
+(how many of the next lists given a continue token answer 410, as an apiserver whose etcd
+compacted past the list's resourceVersion does). Lists page as the API server does: `limit`
+objects in name order, a continue token (the next index and the list's resourceVersion) while more
+remain, every page carrying the first page's resourceVersion. Records: `calls`
 (method, args), `events` (created Event objects), `evictions`, `bindings`, and `log`: every write
 as a watch would report it, `(resourceVersion, kind name, ADDED|MODIFIED|DELETED, object)`, in order.
 """
@@ -17,7 +21,7 @@ from typing import Any
 from controller.clock import Clock, FakeClock
 from controller.core.timestamps import format_timestamp
 from controller.kube.client import ListResult, Obj, WatchEvent
-from controller.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
+from controller.kube.errors import AlreadyExistsError, ConflictError, GoneError, NotFoundError
 from controller.kube.resources import NODES, PODS, Kind
 
 
@@ -46,6 +50,7 @@ class FakeKube:
         self.watch_script: list[WatchEvent | Exception] = []
         self.fail_next: dict[str, Exception] = {}
         self.log: list[tuple[int, str, str, Obj]] = []
+        self.expire_continues = 0
 
     # Helpers for tests -----------------------------------------------------------------------
 
@@ -80,10 +85,20 @@ class FakeKube:
 
     # Kube protocol ---------------------------------------------------------------------------
 
-    def list(self, kind: Kind) -> ListResult:
-        self.calls.append(("list", (kind.name,)))
+    def list(self, kind: Kind, limit: int = 0, continue_token: str = "") -> ListResult:
+        self.calls.append(("list", (kind.name, limit, continue_token)))
         self._maybe_fail("list")
-        return ListResult(copy.deepcopy(self.items(kind)), str(self.rv))
+        items = sorted(self.items(kind), key=lambda o: _sort_key(kind, o))
+        start, rv = 0, str(self.rv)
+        if continue_token:
+            if self.expire_continues > 0:
+                self.expire_continues -= 1
+                raise GoneError("The provided continue parameter is too old", 410)
+            index, _, rv = continue_token.partition("/")
+            start = int(index)
+        end = start + limit if limit > 0 else len(items)
+        token = f"{end}/{rv}" if end < len(items) else ""
+        return ListResult(copy.deepcopy(items[start:end]), rv, token)
 
     def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]:
         self.calls.append(("watch", (kind.name, resource_version)))
@@ -181,3 +196,8 @@ class FakeKube:
 
 def _key(kind: Kind, name: str, namespace: str | None) -> str:
     return f"{namespace or 'default'}/{name}" if kind.namespaced else name
+
+
+def _sort_key(kind: Kind, obj: Obj) -> str:
+    meta = obj["metadata"]
+    return _key(kind, meta["name"], meta.get("namespace"))

@@ -27,7 +27,7 @@ MAX_ANSWER_BYTES = 64 << 20  # the decision log and 5,000 nodes' outlooks are a 
 
 
 class KubeReads(Protocol):
-    def list(self, kind: Kind) -> ListResult: ...
+    def list(self, kind: Kind, limit: int = 0, continue_token: str = "") -> ListResult: ...
 
     def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]: ...
 
@@ -51,8 +51,8 @@ class ReadOnlyKube:
                 self._client = KubeClient(self._kubeconfig, timeout=self._timeout)
             return self._client
 
-    def list(self, kind: Kind) -> ListResult:
-        return self._kube().list(kind)
+    def list(self, kind: Kind, limit: int = 0, continue_token: str = "") -> ListResult:
+        return self._kube().list(kind, limit, continue_token)
 
     def watch(self, kind: Kind, resource_version: str, timeout_seconds: int = 60) -> Iterator[WatchEvent]:
         return self._kube().watch(kind, resource_version, timeout_seconds)

@@ -220,3 +220,22 @@ def test_every_request_is_counted_by_status_code_and_method(api: tuple[ApiServer
     client.bind("default", "p", "n1")
     after = (count("200", "GET"), count("404", "GET"), count("201", "POST"))
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
+
+
+def test_a_list_page_asks_for_limit_and_continue_and_returns_the_next_token(api: tuple[ApiServer, KubeClient]) -> None:
+    server, kube = api
+    page = {"metadata": {"resourceVersion": "7", "continue": "tok-2"}, "items": [{"metadata": {"name": "a"}}]}
+    server.answer(200, page)
+    server.answer(200, {"metadata": {"resourceVersion": "7"}, "items": [{"metadata": {"name": "b"}}]})
+    first = kube.list(PODS, limit=500)
+    last = kube.list(PODS, limit=500, continue_token=first.continue_token)
+    assert (first.continue_token, first.resource_version) == ("tok-2", "7")
+    assert (last.continue_token, [o["metadata"]["name"] for o in last.items]) == ("", ["b"])
+    assert [s.query for s in server.seen] == [{"limit": ["500"]}, {"limit": ["500"], "continue": ["tok-2"]}]
+
+
+def test_an_expired_continue_token_is_gone(api: tuple[ApiServer, KubeClient]) -> None:
+    server, kube = api
+    server.answer(410, {"kind": "Status", "reason": "Expired", "message": "The provided continue parameter is too old"})
+    with pytest.raises(GoneError, match="too old"):
+        kube.list(PODS, limit=500, continue_token="stale")

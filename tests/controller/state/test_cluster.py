@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import given, settings
@@ -201,6 +202,25 @@ def test_the_state_keeps_objects_without_their_managed_fields() -> None:
     assert [p.obj["metadata"].get("managedFields") for p in pods.values()] == [None, None]
     assert pods["default/a"].obj["metadata"]["name"] == "a"
     assert "managedFields" in listed["metadata"]  # the caller's object is left as it was
+
+
+def test_an_object_sent_again_at_the_same_resource_version_is_held_once() -> None:
+    state = synced_state()
+    pod, node = make_pod("a"), make_node("n")
+    for obj, rv in ((pod, "5"), (node, "6")):
+        obj["metadata"]["resourceVersion"] = rv
+    state.replace(PODS.name, [pod])
+    state.replace(NODES.name, [node])
+    held_pod, held_node = state.snapshot().pods["default/a"].obj, state.snapshot().nodes["n"].obj
+    state.replace(PODS.name, [copy.deepcopy(pod)])  # a re-list
+    state.apply(NODES.name, "MODIFIED", copy.deepcopy(node))
+    assert state.snapshot().pods["default/a"].obj is held_pod
+    assert state.snapshot().nodes["n"].obj is held_node
+    assert state.known(PODS.name, [copy.deepcopy(pod)]) == [held_pod] and state.known(PODS.name, [pod])[0] is held_pod
+    changed = copy.deepcopy(pod)
+    changed["metadata"].update(resourceVersion="7", labels={"v": "2"})
+    state.replace(PODS.name, [changed])
+    assert state.snapshot().pods["default/a"].labels == {"v": "2"}
 
 
 def test_volume_objects_follow_their_watches() -> None:

@@ -49,6 +49,11 @@ def test_a_pod_keeps_what_its_view_reads_and_loses_the_rest() -> None:
     assert len(json.dumps(small)) * 5 < len(json.dumps(pod))
 
 
+def test_an_object_kept_already_is_kept_as_it_is() -> None:
+    small = kept(PODS.name, heavy_pod())
+    assert kept(PODS.name, small) is small
+
+
 def test_a_node_loses_its_image_list_only() -> None:
     node = make_node("n1", cpu="4")
     node["status"]["images"] = [{"names": [f"registry/image{i}:v1"], "sizeBytes": 1} for i in range(50)]
