@@ -144,8 +144,9 @@ def _top(snapshot: tracemalloc.Snapshot, key: str, limit: int) -> list[tuple[str
     return out
 
 
-def measure(states: list[Any], top: int, light: bool = False) -> dict[str, Any]:
-    """What the process holds now (see the module docstring); `light`: RSS and state only."""
+def measure(states: list[Any], top: int, light: bool = False, trim: bool = False) -> dict[str, Any]:
+    """What the process holds now (see the module docstring); `light`: RSS and state only; `trim`:
+    then glibc's free memory given back (`malloc_trim`) and the RSS after."""
     status = _status_kib()
     if light:
         snap = states[0].snapshot() if states else None
@@ -166,6 +167,9 @@ def measure(states: list[Any], top: int, light: bool = False) -> dict[str, Any]:
     if states:
         snap = states[0].snapshot()
         out["state"] = {"pods": len(snap.pods), "nodes": len(snap.nodes), "relists": dict(states[0].relists)}
+    if trim:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        out["rss_trimmed_mib"] = _status_kib().get("VmRSS", 0) / 1024
     if tracemalloc.is_tracing():
         current, peak = tracemalloc.get_traced_memory()
         snapshot = tracemalloc.take_snapshot().filter_traces(
@@ -180,7 +184,7 @@ def measure(states: list[Any], top: int, light: bool = False) -> dict[str, Any]:
     return out
 
 
-def child(directory: Path, controller_args: list[str], top: int) -> int:
+def child(directory: Path, controller_args: list[str], top: int, trim: bool) -> int:
     """Run the controller; answer `DIR/request` (a label) with `DIR/<label>.json`."""
     import controller.main as main
     from controller.settings import Settings
@@ -207,7 +211,7 @@ def child(directory: Path, controller_args: list[str], top: int) -> int:
         while True:
             if request.exists():
                 label = request.read_text().strip()
-                result = measure(states, top, light=label.startswith("check-"))
+                result = measure(states, top, light=label.startswith("check-"), trim=trim)
                 (directory / f"{label}.json.tmp").write_text(json.dumps(result))
                 (directory / f"{label}.json.tmp").rename(directory / f"{label}.json")
                 request.unlink()
@@ -223,13 +227,15 @@ def child(directory: Path, controller_args: list[str], top: int) -> int:
 
 
 class Controller:
-    def __init__(self, cluster: LocalCluster, work: Path, tracing: bool, top: int, env: dict[str, str]) -> None:
+    def __init__(self, cluster: LocalCluster, work: Path, args: argparse.Namespace) -> None:
         self.port = procs.free_port()
         self.dir = work / "measurements"
         self.dir.mkdir(parents=True, exist_ok=True)
-        python = [sys.executable, "-X", "tracemalloc=1"] if tracing else [sys.executable]
+        python = [sys.executable, "-X", "tracemalloc=1"] if args.tracemalloc else [sys.executable]
+        env = dict(item.split("=", 1) for item in args.env)
         argv = [
-            *python, "-m", "bench.memory", "--child", str(self.dir), "--top", str(top), "--",
+            *python, "-m", "bench.memory", "--child", str(self.dir), "--top", str(args.top),
+            *(["--trim"] if args.trim else []), "--",
             "--kubeconfig", str(cluster.kubeconfig), "--simulated-db", str(work / "cloud.db"),
             "--cluster-name", "bench", "--leader-election-name", "karpy-memory",
             "--http-host", "127.0.0.1", "--http-port", str(self.port), "--log-format", "text",
@@ -342,6 +348,7 @@ def row(label: str, m: dict[str, Any]) -> str:
     glibc, pym = m.get("glibc", {}), m.get("pymalloc", {})
     state = m.get("state", {})
     traced = f" traced {m['traced_mib']:7.1f}" if "traced_mib" in m else ""
+    traced += f" trimmed {m['rss_trimmed_mib']:7.1f}" if "rss_trimmed_mib" in m else ""
     return (
         f"{label:<10} RSS {m['rss_mib']:7.1f} MiB (peak {m['peak_mib']:7.1f}){traced};"
         f" glibc {glibc.get('arenas', 0)} arenas: {glibc.get('system', 0) / 2**20:6.1f} MiB, free-held"
@@ -373,8 +380,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, dict[str, Any]]:
             return True
 
         procs.wait_until("the namespace's default ServiceAccount", has_service_account, 60, [])
-        env = dict(item.split("=", 1) for item in args.env)
-        ctrl = Controller(cluster, work, args.tracemalloc, args.top, env)
+        ctrl = Controller(cluster, work, args)
         controller = ctrl
         wait("controller synced and leading", ctrl.ready, 120, ctrl)
 
@@ -462,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=16, help="parallel requests creating the objects")
     parser.add_argument("--tracemalloc", action="store_true", help="trace allocations (inflates RSS)")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the controller (MALLOC_ARENA_MAX=2)")
+    parser.add_argument("--trim", action="store_true", help="malloc_trim after each measurement, RSS after")
     parser.add_argument("--top", type=int, default=15, help="allocations shown per measurement")
     parser.add_argument("--out", type=Path, help="keep the measurements and the controller's log here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -472,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         rest = []
     args = parser.parse_args(argv)
     if args.child is not None:
-        return child(args.child, rest, args.top)
+        return child(args.child, rest, args.top, args.trim)
     tracing = "on" if args.tracemalloc else "off"
     print(f"{args.pods:,} pods, {args.nodes:,} nodes, tracemalloc {tracing}, env {args.env}; load {load_average()}")
     with tempfile.TemporaryDirectory(prefix="karpy-memory-") as tmp:

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from controller.kube.resources import NODES, PODS, PROVISIONERS
-from controller.state.trim import LAST_APPLIED, kept
+from controller.state.trim import LAST_APPLIED, Kept, kept
 from controller.state.views import node_view, pod_view
 from tests.builders.wire import make_node, make_pod, make_provisioner
 
@@ -51,7 +51,40 @@ def test_a_pod_keeps_what_its_view_reads_and_loses_the_rest() -> None:
 
 def test_an_object_kept_already_is_kept_as_it_is() -> None:
     small = kept(PODS.name, heavy_pod())
-    assert kept(PODS.name, small) is small
+    assert isinstance(small, Kept) and kept(PODS.name, small) is small
+
+
+def test_a_pod_keeps_only_the_volumes_that_name_a_claim() -> None:
+    claim = {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}
+    scratch = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+    token = {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
+    pod = make_pod("p", volumes=[token, claim, {"name": "tmp", "emptyDir": {}}, scratch])
+    small = kept(PODS.name, pod)
+    assert small["spec"]["volumes"] == [claim, scratch]
+    assert fields_of(pod_view(small).request) == fields_of(pod_view(pod).request)
+
+
+def test_what_is_kept_shares_its_keys_and_short_strings_across_objects() -> None:
+    a, b = (kept(PODS.name, json.loads(json.dumps(make_pod(name)))) for name in ("a", "b"))
+    key_a = next(k for k in a["metadata"] if k == "namespace")
+    key_b = next(k for k in b["metadata"] if k == "namespace")
+    assert key_a is key_b and a["status"]["phase"] is b["status"]["phase"]
+    long_a, long_b = ("x" * 100 + "a", "x" * 100 + "a")
+    pods = [kept(PODS.name, make_pod(n, annotations={"note": v})) for n, v in (("a", long_a), ("b", long_b))]
+    assert pods[0]["metadata"]["annotations"]["note"] == pods[1]["metadata"]["annotations"]["note"]
+
+
+def test_an_object_nested_deeper_than_compaction_goes_is_kept_whole() -> None:
+    deep: dict[str, Any] = {"leaf": "v"}
+    for _ in range(5000):
+        deep = {"d": deep}
+    provisioner = make_provisioner("default")
+    provisioner["spec"]["x-deep"] = deep
+    small = kept(PROVISIONERS.name, provisioner)
+    node = small["spec"]["x-deep"]
+    while "d" in node:
+        node = node["d"]
+    assert node == {"leaf": "v"}
 
 
 def test_a_node_loses_its_image_list_only() -> None:
