@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from prometheus_client import REGISTRY
 
-from controller import logs
+from controller import allocator, logs
 from controller.capacity import CapacityCollector
 from controller.clock import Clock, SystemClock
 from controller.cloudhealth import CloudHealth, publish_unavailable
@@ -470,7 +470,8 @@ def run(settings: Settings) -> int:
     that is invalid by itself, exits 2 at once (`karpy/controller_command.py`)."""
     logs.setup(settings.log_format, settings.log_level)
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
-    log.info("starting karpy controller", extra={"settings": settings.to_log()})
+    arenas = allocator.limit_arenas()  # before any thread starts (allocator.py: what it saves)
+    log.info("starting karpy controller", extra={"settings": settings.to_log(), "mallocArenasLimited": arenas})
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
