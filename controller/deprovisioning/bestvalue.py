@@ -8,11 +8,16 @@ however little it saves per pod it moves. Ordered by value, a pass asks for ever
 the best (`offers`, `best`):
 
 - multi-node consolidation's command, as Karpenter computes it (`multinodeconsolidation.py`);
-- single-node consolidation's best candidate (`SingleNodeByValue`): the candidates are tried in
-  order of the most they could save per disruption (their price, a delete, over their disruption)
-  and the sweep stops once no candidate left could beat the best command found — multi-node's
-  included. A candidate that cannot go by requests alone is told so without a simulation
-  (`room.py`), as in the sweep in disruption order;
+- the best commands over single candidates (`SingleNodeByValue`): the candidates are tried in
+  order of the most they could save per disruption (`bound`: their price, a delete, over their
+  disruption), each simulated alone, and the sweep stops once no candidate left could beat the
+  best command found — multi-node's included. A replacement is worth its saving; a candidate that
+  can be deleted alone is worth its bound and joins the sweep's batch when all of the batch can
+  still be deleted together (one more simulation) and it is worth at least `BAND` of the batch's
+  first. The batch — the best deletes, at once, so their pods are placed knowing they all go and
+  none lands on another of them — acts as multi-node consolidation when it holds several nodes.
+  A candidate that cannot go by requests alone is told so without a simulation (`room.py`), as in
+  the sweep in disruption order;
 - karpy's repack consolidation only when neither offers anything (its MILP simulations are the
   dear ones; the fixed order asks it before single-node consolidation, `repackconsolidation.py`).
 
@@ -54,6 +59,10 @@ from controller.deprovisioning.types import (
 )
 
 
+BAND = 0.5
+"""A delete joins the sweep's batch only when worth at least this share of the batch's first."""
+
+
 def disruption(cands: Iterable[Candidate]) -> float:
     """The RFC's disruption of removing `cands`: Σ over them of 1 + Σ max(0, eviction cost) of their pods."""
     return sum(1.0 + sum(max(0.0, eviction_cost(p)) for p in c.pods) for c in cands)
@@ -76,12 +85,14 @@ def by_bound(cands: Sequence[Candidate]) -> list[Candidate]:
 
 @dataclass(frozen=True)
 class SingleNodeByValue:
-    """Single-node consolidation's best command by value, none unless it is worth more than `floor`."""
+    """The best commands by value over single candidates: a replacement, or the deletes of the
+    best value that go together; none unless worth more than `floor` (module docstring)."""
 
     name: str = CONSOLIDATION
     method: str = SINGLE_NODE_CONSOLIDATION
     needs_validation: bool = True
     floor: float = 0.0
+    band: float = BAND
 
     def compute(self, inputs: Inputs, scheduler: Scheduler) -> Proposal:
         if inputs.consolidated:
@@ -89,11 +100,10 @@ class SingleNodeByValue:
         cands, events = consolidation_candidates(inputs)
         order = resumed(by_bound(cands), inputs.progress.single_after)
         room = Room.of(inputs) if order else None
-        best: Command | None = None
-        worth = self.floor
+        sweep = _Sweep(self.floor, self.band)
         for n, cand in enumerate(order, 1):
-            if bound(cand) <= worth:  # no candidate from here on can beat the best (the order is by bound)
-                return Proposal(best, tuple(events), len(cands), covered=n - 1)
+            if bound(cand) <= sweep.needed:  # no candidate from here on can beat the best (the order is by bound)
+                return Proposal(sweep.best, tuple(events), len(cands), covered=n - 1)
             why = room.why_not(cand) if room is not None else None
             if why is not None:  # cannot go by requests alone (`room.py`)
                 events.append(unconsolidatable(cand.name, why))
@@ -101,14 +111,60 @@ class SingleNodeByValue:
             result = compute_consolidation(inputs, [cand], scheduler)
             if result.command is None:
                 events.append(unconsolidatable(cand.name, result.why_not))
-            elif value(result.command) > worth:
-                best, worth = result.command, value(result.command)
+            elif result.command.replacements:
+                sweep.replace(result.command)
+            else:
+                sweep.delete(result.command, inputs, scheduler)
             if n < len(order) and inputs.budget.spent():
-                if best is not None:  # anytime: the best so far
-                    return Proposal(best, tuple(events), len(cands), covered=n)
+                if sweep.best is not None:  # anytime: the best so far
+                    return Proposal(sweep.best, tuple(events), len(cands), covered=n)
                 progress = dataclasses.replace(inputs.progress, single_after=cand.name)
                 return Proposal(events=tuple(events), eligible=len(cands), covered=n, progress=progress, complete=False)
-        return Proposal(best, tuple(events), len(cands), covered=len(order))
+        return Proposal(sweep.best, tuple(events), len(cands), covered=len(order))
+
+
+class _Sweep:
+    """What the sweep by value found so far: the deletes that go together (`batch`, every one worth
+    more than anything else found), the best replacement, and the value a candidate must beat."""
+
+    def __init__(self, floor: float, band: float) -> None:
+        self.worth = floor
+        self.band = band
+        self.batch: Command | None = None
+        self.replacement: Command | None = None
+
+    @property
+    def needed(self) -> float:
+        """What a candidate must be worth to change the answer: more than the best replacement (or
+        the floor), and, with a batch, at least `band` of its first."""
+        if self.batch is None:
+            return self.worth
+        return max(self.worth, self.band * self.first)
+
+    @property
+    def first(self) -> float:
+        assert self.batch is not None
+        return value(Command(self.batch.deprovisioner, self.batch.candidates[:1]))
+
+    @property
+    def best(self) -> Command | None:
+        return self.batch if self.batch is not None else self.replacement
+
+    def replace(self, cmd: Command) -> None:
+        if value(cmd) > self.worth:
+            self.replacement, self.worth = cmd, value(cmd)
+
+    def delete(self, cmd: Command, inputs: Inputs, scheduler: Scheduler) -> None:
+        """A candidate that can be deleted alone joins the batch when all of them still can (its
+        value, its bound, beats the best replacement: it was checked before the simulation)."""
+        if self.batch is None:
+            self.batch = cmd
+            return
+        if value(cmd) < self.band * self.first:
+            return  # worth much less than the first: a later pass, when it is among the best
+        joint = compute_consolidation(inputs, [*self.batch.candidates, *cmd.candidates], scheduler).command
+        if joint is not None and not joint.replacements:
+            self.batch = joint
 
 
 Offer = tuple[Deprovisioner, Proposal]
@@ -130,7 +186,13 @@ def offers(
     return found
 
 
-def best(found: Sequence[Offer]) -> Offer | None:
-    """The offer whose command is worth most (the first asked on a tie), None when none has one."""
-    with_command = [(d, p) for d, p in found if p.command is not None]
-    return max(with_command, key=lambda o: value(o[1].command) if o[1].command is not None else 0.0, default=None)
+def best(found: Sequence[Offer]) -> tuple[Deprovisioner, Command] | None:
+    """The command worth most (the first asked on a tie) and the method it acts as — the sweep's
+    batch of several deletes as multi-node consolidation — None when no offer has one."""
+    commands = [(d, p.command) for d, p in found if p.command is not None]
+    if not commands:
+        return None
+    deprovisioner, cmd = max(commands, key=lambda o: value(o[1]))
+    if deprovisioner.method == SINGLE_NODE_CONSOLIDATION and len(cmd.candidates) > 1:
+        return MULTI, cmd
+    return deprovisioner, cmd

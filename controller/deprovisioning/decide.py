@@ -160,7 +160,7 @@ def decide(
         passed = run.add(deprovisioner, proposal)
     chosen = best(found)
     if chosen is not None:
-        return run.act(chosen[0], chosen[1].command, wait, inputs.now)
+        return run.act(chosen[0], chosen[1], wait, inputs.now)
     if any(not p.complete for _, p in found):
         return dataclasses.replace(passed, incomplete=True)
     return run.result()
@@ -213,9 +213,9 @@ class _Run:
             progress=self.progress,
         )  # fmt: skip
 
-    def act(self, deprovisioner: Deprovisioner, command: Command | None, wait: float, now: float) -> PassResult:
+    def act(self, deprovisioner: Deprovisioner, command: Command, wait: float, now: float) -> PassResult:
         """Execute `command` now, or keep it pending until its validation time."""
         passed = self.result(deprovisioner.method)
-        if deprovisioner.needs_validation and wait > 0 and command is not None:
+        if deprovisioner.needs_validation and wait > 0:
             return dataclasses.replace(passed, pending=Pending(command, deprovisioner.method, now))
         return dataclasses.replace(passed, execute=command)

@@ -158,11 +158,11 @@ HALF_COST = {L.POD_DELETION_COST: str(-(2**26))}
 
 
 def cheap_prefix_and_dear_node() -> Inputs:
-    """Three mediums whose pods are cheap to disrupt (a multi-node prefix: one small replaces them,
-    $0.50/h for 4.5 of disruption) and a large node with one pod, deletable ($0.40/h for 2); the
-    large node is tainted so the mediums' pods cannot move there."""
+    """Three mediums whose 2.5-cpu pods are cheap to disrupt (a multi-node prefix: one large replaces
+    them, $0.20/h for 4.5 of disruption; none fits on another) and a large node with one 1-cpu pod,
+    deletable ($0.40/h for 2); the large node is tainted so the mediums' pods cannot move there."""
     nodes = [
-        make_node(f"cheap{i}", MEDIUM, pods=[make_pod(f"c{i}", cpu=0.5, annotations=HALF_COST)], created=at(i))
+        make_node(f"cheap{i}", MEDIUM, pods=[make_pod(f"c{i}", cpu=2.5, annotations=HALF_COST)], created=at(i))
         for i in range(3)
     ]
     pod = make_pod("d")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import pytest
+
 from controller.core import labels as L
 from controller.deprovisioning.bestvalue import SingleNodeByValue, best, disruption, offers, value
 from controller.deprovisioning.candidates import new_candidate
@@ -70,9 +72,9 @@ class Counting:
 
 
 def test_the_sweep_stops_once_no_candidate_left_could_beat_the_best() -> None:
-    # the large node's delete is worth 0.40 / 2; the mediums could be worth 0.20 / 2 at most
+    # the large node's delete is worth 0.40 / 2; the mediums' 0.20 / 3 at most, less than half of it
     nodes = [make_node("large", LARGE, pods=[make_pod("b")], created=at(9))]
-    nodes += [make_node(f"m{i}", MEDIUM, pods=[make_pod(f"p{i}")], created=at(i)) for i in range(4)]
+    nodes += [make_node(f"m{i}", MEDIUM, pods=[make_pod(f"p{i}"), make_pod(f"q{i}")], created=at(i)) for i in range(4)]
     scheduler = Counting()
     out = SingleNodeByValue().compute(make_inputs(nodes, ON_DEMAND), scheduler)
     assert out.command is not None and out.command.node_names == ("large",)
@@ -149,3 +151,25 @@ def test_nothing_is_offered_while_the_cluster_is_consolidated() -> None:
     nodes = [make_node("large", LARGE, pods=[make_pod("b")]), make_node("m", MEDIUM, pods=[make_pod("c")])]
     inputs = make_inputs(nodes, ON_DEMAND, consolidated=True)
     assert all(p.command is None and p.complete for _, p in offers(inputs, schedule))
+
+
+def test_the_best_deletes_go_together_as_one_multi_node_command() -> None:
+    # three large nodes holding one 1-cpu pod each ($0.40/h for 2 each); a medium holding two
+    # ($0.20/h for 3: worth less than half of a large, left for a later pass); room on "full"
+    nodes = [make_node(f"l{i}", LARGE, pods=[make_pod(f"a{i}")], created=at(i)) for i in range(3)]
+    nodes.append(make_node("m", MEDIUM, pods=[make_pod("b"), make_pod("c")], created=at(5)))
+    nodes.append(make_node("full", LARGE, pods=[make_pod("d", cpu=4, annotations=HIGH)], created=at(6)))
+    found = offers(make_inputs(nodes, ON_DEMAND), schedule)
+    chosen = best(found)
+    assert chosen is not None
+    deprovisioner, cmd = chosen
+    assert deprovisioner.method == "multinodeconsolidation" and not cmd.replacements
+    assert cmd.node_names == ("l0", "l1", "l2") and value(cmd) == pytest.approx(1.2 / 6)
+
+
+def test_a_delete_that_cannot_go_with_the_batch_is_left_for_a_later_pass() -> None:
+    # each large's 3-cpu pod fits on "spare" (4 cpu free) alone, not both together
+    nodes = [make_node(f"l{i}", LARGE, pods=[make_pod(f"a{i}", cpu=3)], created=at(i)) for i in range(2)]
+    nodes.append(make_node("spare", LARGE, pods=[make_pod("d", cpu=4, annotations=HIGH)], created=at(5)))
+    out = SingleNodeByValue().compute(make_inputs(nodes, ON_DEMAND), schedule)
+    assert out.command is not None and out.command.node_names == ("l0",) and not out.command.replacements

@@ -170,7 +170,7 @@ BY_VALUE = DeprovisioningSettings(consolidation_order="value")
 
 def test_by_value_the_dear_delete_goes_before_the_cheap_prefix() -> None:
     """Issue 21: Karpenter v0.31's order acts on multi-node consolidation's prefix of the cheapest
-    to disrupt (three mediums into one small: $0.50/h for 4.5 of disruption); by value the large
+    to disrupt (three mediums into one large: $0.20/h for 4.5 of disruption); by value the large
     node holding one pod goes first ($0.40/h for 2)."""
     inputs = cheap_prefix_and_dear_node()
     first = _pass(inputs)
