@@ -58,7 +58,6 @@ from controller.deprovisioning.types import (
     Scheduler,
 )
 
-
 BAND = 0.5
 """A delete joins the sweep's batch only when worth at least this share of the batch's first."""
 
