@@ -17,7 +17,9 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    which sees the new nodes; with `bind_pods` off it binds them all.
    A pass's nodes are launched in parallel (`launch_workers`), as Karpenter launches a batch's
    machines, so the cloud provider can merge identical launches into one call (CreateFleet,
-   `cloudprovider/batcher.py`); their outcomes are handled in plan order.
+   `cloudprovider/batcher.py`): every instance of the pass is created first, identical requests
+   side by side (so they reach the provider's window together), then their Node objects; the
+   outcomes are handled in plan order.
 4. Pods that could not be placed, or whose launch failed, get a `FailedScheduling` event and a
    decision record, and stay pending: they are retried in the next window.
 5. A launch the cloud throttled (`LaunchError.retry_after`, RequestLimitExceeded) is no failure:
@@ -47,7 +49,7 @@ from dataclasses import dataclass, field
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
-from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.base import CloudProvider, Instance
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.decisions import (
     IGNORED,
@@ -236,24 +238,41 @@ class ProvisioningController:
         ]
         throttled: list[LaunchError] = []  # the first throttled launch: the cloud refuses launches for now
 
-        def launch(node: NewNode, view: ProvisionerView) -> LaunchResult | LaunchError:
+        def create(node: NewNode, view: ProvisionerView) -> Instance | LaunchError:
             if throttled:  # no call, no failure: its pods wait
                 return throttled[0]
             assert view.spec is not None
             try:
-                return self.launcher.launch(
-                    node, view.spec, usage[node.provisioner], owner=view.obj,
-                    hold_for_binding=self.settings.bind_pods, node_template=self._templates.get(node.provisioner),
-                )  # fmt: skip
+                return self.launcher.create_instance(
+                    node, view.spec, usage[node.provisioner], node_template=self._templates.get(node.provisioner)
+                )
             except LaunchError as err:
                 if err.retry_after is not None:
                     throttled.append(err)
                     log.info("%s", err)
                 return err
 
-        # In parallel, so that the cloud provider can batch identical launches into one call
-        # (CreateFleet); outcomes are then handled in plan order.
-        results = list(self._launches.map(lambda p: copy_context().run(launch, *p), planned))
+        def register(node: NewNode, view: ProvisionerView, made: Instance | LaunchError) -> LaunchResult | LaunchError:
+            if isinstance(made, LaunchError):
+                return made
+            assert view.spec is not None
+            try:
+                return self.launcher.register(
+                    node, made, view.spec, usage[node.provisioner], owner=view.obj,
+                    hold_for_binding=self.settings.bind_pods, node_template=self._templates.get(node.provisioner),
+                )  # fmt: skip
+            except LaunchError as err:
+                return err
+
+        # In parallel, every cloud call of the pass before any Kubernetes write, and identical
+        # requests next to each other: launches the cloud provider can merge into one call
+        # (CreateFleet, `cloudprovider/batcher.py`) reach it at the same moment. Outcomes are then
+        # handled in plan order.
+        order = sorted(range(len(planned)), key=lambda i: _request_identity(planned[i][0]))
+        created = self._launches.map(lambda i: copy_context().run(create, *planned[i]), order)
+        made = dict(zip(order, created, strict=True))
+        results = list(self._launches.map(lambda i: copy_context().run(register, *planned[i], made[i]), order))
+        results = [r for _, r in sorted(zip(order, results, strict=True), key=lambda pair: pair[0])]
         for (node, _view), launched in zip(planned, results, strict=True):
             pod_keys = tuple(p.key for p in node.pods)
             if isinstance(launched, LaunchError):
@@ -407,6 +426,13 @@ class ProvisioningController:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self._launches.shutdown(wait=True)
+
+
+def _request_identity(node: NewNode) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What makes two planned nodes the same launch request to any provider: provisioner,
+    instance-type options and requirements (only an ordering key; the provider decides merges)."""
+    requirements = tuple(sorted(f"{key}={req!r}" for key, req in node.requirements.items()))
+    return node.provisioner, tuple(it.name for it in node.instance_type_options), requirements
 
 
 def _waiting(pod: PodView) -> bool:

@@ -7,7 +7,9 @@ one step under a lock) and, for replacement capacity, by deprovisioning:
 
 Steps: re-check the provisioner's limits (against `usage`, the capacity of its nodes not marked
 for deletion, which `launch` updates), `cloudprovider.create`, check the limits again with the
-instance's real capacity, create the Node (an "AlreadyExists" answer is fine; annotated with
+instance's real capacity (these first steps are `create_instance`, the cloud half; the rest is
+`register`, so a pass can make all its cloud calls before its Kubernetes writes), create the
+Node (an "AlreadyExists" answer is fine; annotated with
 the drift hashes of its Provisioner and AWSNodeTemplate, `apis/drifthash.py`), record it in
 cluster state as in-flight and nominate it. If anything after `create` fails, the instance is
 terminated again: a failed launch leaves nothing behind (a crash in between is what garbage
@@ -91,6 +93,21 @@ class Launcher:
         hold_for_binding: bool = False,
         node_template: AWSNodeTemplate | None = None,
     ) -> LaunchResult:
+        instance = self.create_instance(node, provisioner, usage, controller, node_template)
+        return self.register(
+            node, instance, provisioner, usage, reason, owner, controller, hold_for_binding, node_template
+        )
+
+    def create_instance(
+        self,
+        node: NewNode,
+        provisioner: ProvisionerSpec,
+        usage: MutableMapping[str, int],
+        controller: str = "provisioning",
+        node_template: AWSNodeTemplate | None = None,
+    ) -> Instance:
+        """The cloud half of `launch`: the limits checked, the instance created and its capacity
+        counted in `usage` (undone by `register` when the Node cannot be made)."""
         if provisioner.limits:
             smallest = _smallest_capacity(node, provisioner.limits)
             with self._usage_lock:
@@ -102,21 +119,37 @@ class Launcher:
             why = limit_exceeded(provisioner.limits, usage, instance.capacity) if provisioner.limits else ""
             if not why:
                 _add(usage, instance.capacity, 1)
+        if why:
+            self._undo(instance, controller)
+            raise LaunchError(f"launching node, {why}")
+        return instance
+
+    def register(
+        self,
+        node: NewNode,
+        instance: Instance,
+        provisioner: ProvisionerSpec,
+        usage: MutableMapping[str, int],
+        reason: str = "provisioning",
+        owner: Mapping[str, Any] | None = None,
+        controller: str = "provisioning",
+        hold_for_binding: bool = False,
+        node_template: AWSNodeTemplate | None = None,
+    ) -> LaunchResult:
+        """The Kubernetes half of `launch`, for an instance `create_instance` made: its Node
+        created and recorded; on failure the instance is terminated and `usage` given back."""
         try:
-            if why:
-                raise LaunchError(f"launching node, {why}")
             annotations = {**provisioner.annotations, **_template_annotations(node_template)}
             obj = node_object(node, instance, annotations, owner, hold_for_binding)
             try:
                 created = self.kube.create(NODES, obj)
             except AlreadyExistsError:
                 created = obj
-        except (LaunchError, KubeError, OSError) as err:
-            if not why:
-                with self._usage_lock:
-                    _add(usage, instance.capacity, -1)
+        except (KubeError, OSError) as err:
+            with self._usage_lock:
+                _add(usage, instance.capacity, -1)
             self._undo(instance, controller)
-            raise err if isinstance(err, LaunchError) else LaunchError(f"creating node: {err}") from err
+            raise LaunchError(f"creating node: {err}") from err
         self.state.record_node(created)
         self.state.nominate([instance.name], self.clock.now() + self.nomination_seconds)
         NODES_CREATED.labels(reason=reason, provisioner=provisioner.name).inc()

@@ -463,3 +463,26 @@ def test_launches_of_different_shapes_are_separate_calls_and_a_throttled_one_wai
     assert sorted(p for p, _ in env.kube.bindings) == sorted(
         [f"default/big{i}" for i in range(2)] + [f"default/small{i}" for i in range(2)]
     )
+
+
+def test_identical_launches_reach_the_cloud_together_however_the_plan_orders_them(tmp_path: Path) -> None:
+    env = make_env(startupTaints=[])
+    window = Window(idle=0.5, max_wait=2.0, max_items=2)  # a batch closes with two launches
+    cloud = SimulatedCloudProvider(
+        tmp_path / "cloud.db", env.clock, catalog=TYPES, node_label="", api_limits=None, fleet_window=window
+    )
+    two_at_a_time = ProvisioningSettings(launch_workers=2)
+    env.controller = ProvisioningController(
+        env.state, env.kube, cloud, env.clock, env.recorder, env.decisions, two_at_a_time
+    )
+    for i in range(3):  # largest first, the zones alternate: a 5.0, b 4.9, a 4.8, b 4.7, …
+        for j, zone in enumerate(("us-west-2a", "us-west-2b")):
+            cpu = f"{5000 - 100 * (2 * i + j)}m"  # one m5.2xlarge each: two requests, by zone
+            env.kube.put(PODS, make_pod(f"p{2 * i + j}", cpu=cpu, tolerations=TOLERATE, nodeSelector={L.ZONE: zone}))
+    done = env.run_batch()
+    assert isinstance(done, ProvisioningPass)
+    assert len(done.launched) == 6 and done.failed == {} and done.deferred == {}
+    # two launches at a time, identical ones side by side: (a, a), (a | b), (b, b) — not six
+    # calls of one launch each, as the plan's alternating order would make
+    assert cloud.calls == {"create_fleet": 4}
+    assert len(cloud.list()) == 6 and len(env.kube.items(NODES)) == 6
