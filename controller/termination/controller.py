@@ -7,7 +7,10 @@ pods `terminator.drain_plan` names through the Eviction API, each with its own b
 (100 ms doubling to 10 s); an HTTP 429 (a PodDisruptionBudget forbids it now) is a
 `FailedDraining` event and a retry; do-not-evict pods are waited for; (3) when drained,
 `cloudprovider.delete` (already gone is fine) — the instances of every node drained in a pass
-at once, so the provider can merge them into one TerminateInstances; (4) remove the finalizer
+at once, so the provider can merge them into one TerminateInstances; once the cloud refuses one
+for its request rate (`ThrottledError`, RequestLimitExceeded) the pass calls no more and no
+delete is tried again before its retry-after has passed (the nodes wait, drained; one log line,
+not one warning a node); (4) remove the finalizer
 (a 409 means requeue).
 If the instance is already gone while pods remain, the finalizer is removed at once. Every step
 is idempotent, so a controller killed at any point resumes where it stopped.
@@ -23,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.clock import Clock
-from controller.cloudprovider.base import CloudProvider, terminate_instance
-from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError
+from controller.cloudprovider.base import CloudProvider
+from controller.cloudprovider.errors import CloudProviderError, NodeNotFoundError, ThrottledError
 from controller.core import labels as L
 from controller.decisions import TERMINATED, WAITING, Decision, DecisionLog
 from controller.events import EventRecorder
@@ -64,11 +67,13 @@ class TerminationController:
         clock: Clock,
         recorder: EventRecorder,
         decisions: DecisionLog,
+        workers: int = TERMINATE_WORKERS,
     ) -> None:
         self.state, self.kube, self.cloud, self.clock = state, kube, cloud, clock
         self.recorder, self.decisions = recorder, decisions
         self._backoff: dict[str, tuple[float, float]] = {}  # pod key -> (next try, delay)
-        self._terminations = ThreadPoolExecutor(TERMINATE_WORKERS, thread_name_prefix="terminate")
+        self._terminations = ThreadPoolExecutor(workers, thread_name_prefix="terminate")
+        self._throttled_until = float("-inf")  # the cloud refused a terminate: no call before then
 
     def reconcile(self) -> TerminationPass:
         outcome = TerminationPass()
@@ -87,7 +92,16 @@ class TerminationController:
                     log.warning("terminating node %s: %s", node.name, err)
         # every drained node's instance at once, so the provider can merge them into one call
         # (TerminateInstances, `cloudprovider/batcher.py`); the finalizers then go in node order
-        gone = list(self._terminations.map(lambda n: copy_context().run(self._terminate_instance, n), ready))
+        if ready and snap.now < self._throttled_until:
+            ready = []  # the cloud asked us to wait: drained nodes keep their finalizer until then
+        throttled: list[ThrottledError] = []
+        gone = list(self._terminations.map(lambda n: copy_context().run(self._terminate_instance, n, throttled), ready))
+        if throttled:
+            wait = max(err.retry_after for err in throttled)
+            self._throttled_until = snap.now + wait
+            log.info(
+                "terminating instances throttled, %d node(s) wait %.1fs: %s", gone.count(False), wait, throttled[0]
+            )
         for node, done in zip(ready, gone, strict=True):
             if not done:
                 continue
@@ -120,8 +134,22 @@ class TerminationController:
             )
         return True
 
-    def _terminate_instance(self, node: NodeView) -> bool:
-        return terminate_instance(self.cloud, node.provider_id, f"terminating instance of node {node.name}")
+    def _terminate_instance(self, node: NodeView, throttled: list[ThrottledError]) -> bool:
+        """True once the node's instance is gone; after a refusal for the request rate (this pass's
+        `throttled`) no further call is made."""
+        if throttled:
+            return False
+        try:
+            self.cloud.delete(node.provider_id)
+        except ThrottledError as err:
+            throttled.append(err)
+            return False
+        except NodeNotFoundError:
+            return True  # already gone
+        except CloudProviderError as err:  # retried next pass; garbage collection is the last resort
+            log.warning("terminating instance of node %s: %s", node.name, err)
+            return False
+        return True
 
     def _drain(self, node: NodeView, plan: DrainPlan, now: float, outcome: TerminationPass) -> None:
         for pod in plan.evict:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.clock import FakeClock
+from controller.cloudprovider.aws.ratelimit import Buckets
 from controller.cloudprovider.base import Instance, NodeRequest
 from controller.cloudprovider.batcher import Window
 from controller.cloudprovider.simulated.catalog import simulated_catalog
@@ -139,3 +140,36 @@ def test_the_instances_of_the_nodes_drained_in_a_pass_go_in_one_terminate_call(t
     assert cloud.calls["terminate_instances"] == 1 and cloud.calls["describe_instances"] == 1
     assert sorted(done.terminated) == [f"n{i}" for i in range(4)] and cloud.list() == []
     assert world.kube.items(NODES) == []
+
+
+def test_a_throttled_terminate_stops_the_pass_and_no_call_is_made_before_its_retry_after(tmp_path: Path) -> None:
+    world = World.make()
+    alone = Window(idle=0.0, max_wait=0.0, max_items=1)  # one instance a call: each delete is its own call
+    cloud = SimulatedCloudProvider(
+        tmp_path / "cloud.db", world.clock, cluster="karpy", node_label="",
+        api_limits=Buckets({"terminate_instances": (1.0, 1.0)}, describe=None),  # one now, then 1 a second
+        describe_window=alone, terminate_window=alone,
+    )  # fmt: skip
+    request = NodeRequest("default", Requirements(), tuple(it for it in simulated_catalog() if it.name == "m5.large"))
+    for i in range(4):
+        world.put(NODES, make_node(f"n{i}", provider_id=cloud.create(request).provider_id))
+        world.kube.delete(NODES, f"n{i}")
+    one_at_a_time = TerminationController(
+        world.state, world.kube, cloud, world.clock, world.recorder, world.decisions, workers=1
+    )
+    world.sync()
+    first = one_at_a_time.reconcile()
+    # n0 terminated, n1 refused (RequestLimitExceeded); n2 and n3 not tried: no call into an empty bucket
+    assert first.terminated == ["n0"] and cloud.calls["terminate_instances"] == 2
+    assert cloud.throttled == {"terminate_instances": 1}
+    world.sync()
+    assert one_at_a_time.reconcile().terminated == [] and cloud.calls["terminate_instances"] == 2  # waits
+    for _ in range(10):
+        if not world.kube.items(NODES):
+            break
+        world.clock.step(1.0)
+        world.sync()
+        one_at_a_time.reconcile()
+    assert world.kube.items(NODES) == [] and cloud.list() == []  # every instance gone, each node released
+    # a token a second, one instance a call: each pass terminates one and meets one refusal, never more
+    assert cloud.throttled == {"terminate_instances": 3} and cloud.calls["terminate_instances"] == 7
