@@ -101,7 +101,7 @@ bench-throttle: $(STAMP)
 # Consolidation quality (issue 21) on the workload of Karpenter's balanced-consolidation RFC script
 # (5,000 pods, 10 churn rounds; its ranking curves against karpy's consolidation, round by round).
 # In process, long on 2 cores (~20 min a round), so not part of `make bench`: BALANCED_ARGS="--pods 1000
-# --rounds 2" for a shorter run. Not part of `make test`.
+# --rounds 2" for a shorter run, "--order value" for consolidation by value. Not part of `make test`.
 BALANCED_ARGS ?=
 bench-balanced: $(STAMP)
 	$(BIN)/python -m bench.balanced $(BALANCED_ARGS)

@@ -40,9 +40,11 @@ Each round says whether, after every one of karpy's commands, its cumulative sav
 above the best ranking curve's at the same pods moved (a curve linear between its moves; past its
 last move it saves no more), with the lowest margin; and the lowest margin at every breakpoint of
 either curve up to karpy's last command, karpy's curve also taken as linear between its commands
-(as if a command's saving came pod by pod). `--detail` prints every command.
+(as if a command's saving came pod by pod). `--detail` prints every command; `--order value`
+consolidates by value (the `consolidation_order` setting, `deprovisioning/bestvalue.py`) instead of
+Karpenter v0.31's order.
 
-    python -m bench.balanced [--rounds 10] [--pods 5000] [--detail]
+    python -m bench.balanced [--rounds 10] [--pods 5000] [--order first|value] [--detail]
 """
 
 from __future__ import annotations
