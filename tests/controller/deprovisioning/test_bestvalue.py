@@ -173,3 +173,11 @@ def test_a_delete_that_cannot_go_with_the_batch_is_left_for_a_later_pass() -> No
     nodes.append(make_node("spare", LARGE, pods=[make_pod("d", cpu=4, annotations=HIGH)], created=at(5)))
     out = SingleNodeByValue().compute(make_inputs(nodes, ON_DEMAND), schedule)
     assert out.command is not None and out.command.node_names == ("l0",) and not out.command.replacements
+
+
+def test_a_sweep_out_of_budget_returns_its_best_so_far() -> None:
+    nodes = [make_node(f"l{i}", LARGE, pods=[make_pod(f"a{i}")], created=at(i)) for i in range(3)]
+    nodes.append(make_node("full", LARGE, pods=[make_pod("d", cpu=4, annotations=HIGH)], created=at(6)))
+    inputs = dataclasses.replace(make_inputs(nodes, ON_DEMAND), budget=Spent())
+    out = SingleNodeByValue().compute(inputs, schedule)
+    assert out.command is not None and out.command.node_names == ("l0",) and out.complete and out.covered == 1
