@@ -21,7 +21,10 @@ plane:
 
 After each command: nodes, $/h, the ratio to karpy's fresh provisioning of the remaining pods (one
 `schedule()` of them, pending, on no node: the harness's `fresh_price`), pods moved, the method
-and action, the pass's CPU seconds; then the final ratio and the number of commands.
+and action, the pass's CPU seconds, the spread Deployment's zone skew, and how many nodes
+provisioning's own solve would launch for the moving pods once the replacements are up and the
+candidates marked (`reserved`: on a cluster it re-places a deleted node's pods its own way, not
+as the command planned; here they go as planned); then the final ratio and the number of commands.
 
     python -m bench.halving [--pods 5000] [--seed 1] [--batches 12] [--order first|value] [--detail]
 """
@@ -208,11 +211,25 @@ def replicaset_victims(cluster: Cluster, rng: random.Random) -> list[str]:
     return victims
 
 
-def apply(cluster: Cluster, inputs: Inputs, cmd: Command, method: str) -> int:
+def reserved(cluster: Cluster, cmd: Command) -> int:
+    """The nodes provisioning's own solve would launch for the candidates' pods once the
+    replacements are up and the candidates marked for deletion (it places a deleted node's pods its
+    own way, not as the command planned): 0 when the plan's room is enough for it too."""
+    cluster.state.mark_for_deletion(cmd.node_names)
+    try:
+        snap = cluster.state.snapshot()
+        found = provisionable(snap)
+        return len(schedule(provisioning_input(snap, found, {"default": cluster.types})).new_nodes)
+    finally:
+        cluster.state.unmark_for_deletion(cmd.node_names)
+
+
+def apply(cluster: Cluster, inputs: Inputs, cmd: Command, method: str) -> tuple[int, int]:
     """Carry out `cmd` as the watches would report it: its replacements up and initialized with
     the pods planned for them, every other moving pod where a simulation of the command on the same
-    inputs puts it on a remaining node, the candidates gone. Returns the pods moved; raises when a
-    pod has no destination or a node would hold more than it allocates."""
+    inputs puts it on a remaining node, the candidates gone. Returns the pods moved and the nodes
+    provisioning would have launched for them (`reserved`, not launched here); raises when a pod has
+    no destination or a node would hold more than it allocates."""
     settings = REPACK_SIMULATION if method == REPACK_CONSOLIDATION else ONE_NODE
     moving = {p.key for c in cmd.candidates for p in c.pods}
     to: dict[str, str] = {}
@@ -227,6 +244,7 @@ def apply(cluster: Cluster, inputs: Inputs, cmd: Command, method: str) -> int:
             to.update({k: node for k in keys if k in moving and k not in to})
     if moving - set(to):
         raise RuntimeError(f"{method}: {len(moving - set(to))} pod(s) without a destination")
+    extra = reserved(cluster, cmd)
     for key in sorted(moving):
         cluster.bind(key, to[key])
     for cand in cmd.candidates:
@@ -235,7 +253,7 @@ def apply(cluster: Cluster, inputs: Inputs, cmd: Command, method: str) -> int:
         used = add(*(p.request.requests for p in view.movable_pods() if p.request is not None))
         if not fits(used, view.allocatable):
             raise RuntimeError(f"{method}: {view.name} would hold more than it allocates")
-    return len(moving)
+    return len(moving), extra
 
 
 def max_skew(cluster: Cluster, app: str) -> int:
@@ -257,6 +275,7 @@ class Outcome:
     price: float
     ratio: float
     moved: int
+    reserved: int  # nodes provisioning's own solve would have launched for the moving pods (`reserved`)
     cpu: float
 
 
@@ -281,7 +300,7 @@ def settle(
     validates it after its wait (nothing changed meanwhile) and applied."""
     instance_types = {"default": cluster.types}
     spread = next(name for name, *_, zonal in SHAPES if zonal)
-    progress, commands, dropped, moved, cpu_total = Progress(), 0, 0, 0, 0.0
+    progress, commands, dropped, moved, reserve, cpu_total = Progress(), 0, 0, 0, 0, 0.0
     while commands < max_commands:
         started = time.process_time()
         snap = cluster.state.snapshot()
@@ -308,20 +327,21 @@ def settle(
             if not quiet:
                 print(f"  no command ({cpu:.1f} s CPU): settled")
             break
-        pods = apply(cluster, inputs, cmd, decision.method)
+        pods, extra = apply(cluster, inputs, cmd, decision.method)
         moved += pods
+        reserve += extra
         commands += 1
         nodes, price = cluster.price()
         if not quiet:
             print(
                 f"  {commands:>3} {decision.method + '/' + str(cmd.action):<40} -{len(cmd.candidates):<3}"
                 f" +{len(cmd.replacements):<2} {pods:>5} pods  {nodes:>4} nodes ${price:>7.2f}/h"
-                f" {price / fresh:>5.2f}x  {cpu:>5.1f} s CPU  skew {max_skew(cluster, spread)}"
+                f" {price / fresh:>5.2f}x  {cpu:>5.1f} s CPU  skew {max_skew(cluster, spread)}  provisioning +{extra}"
             )
             if detail:
                 print(f"      {shapes(cmd)}")
     nodes, price = cluster.price()
-    return Outcome(commands, dropped, nodes, price, price / fresh, moved, cpu_total)
+    return Outcome(commands, dropped, nodes, price, price / fresh, moved, reserve, cpu_total)
 
 
 def run(
@@ -358,7 +378,8 @@ def run(
     outcome = settle(cluster, fresh, max_commands, budget, detail=detail, settings=settings)
     print(
         f"final: {outcome.nodes} nodes, ${outcome.price:.2f}/h = {outcome.ratio:.3f}x fresh, {outcome.commands}"
-        f" commands ({outcome.dropped} dropped by validation), {outcome.moved} pods moved, {outcome.cpu:.1f} s CPU"
+        f" commands ({outcome.dropped} dropped by validation), {outcome.moved} pods moved (provisioning would"
+        f" have launched {outcome.reserved} node(s) for them), {outcome.cpu:.1f} s CPU"
         f" in passes; consolidation order {order}; load average {os.getloadavg()[0]:.1f}"
     )
     return outcome

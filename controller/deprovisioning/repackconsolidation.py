@@ -11,7 +11,12 @@ Every safety rule of `compute_consolidation()` holds (all pods placed under ever
 constraint, PDB / do-not-evict / do-not-consolidate filtering, all-spot sets never replaced by
 possible spot, replacements strictly cheaper together in the worst case, validation). A prefix
 qualifies when it saves at least `min_saving` of its price (a repack moves many pods: it must be
-worth that); the largest saving wins, ties to fewer nodes. Karpenter's multi-node same-type guard
+worth that); the largest saving wins, ties to fewer nodes — among the plans provisioning would
+keep first: on a cluster provisioning re-places a deleted node's pods its own way, and where its
+packing cannot reproduce a tight MILP plan it launches more nodes, which later passes must remove
+again (`simulation.unplaced_by_provisioning`: its own solve, the replacements up and the
+candidates marked for deletion, places every pod that moves without a new node). A plan it would
+not keep is taken only when no prefix has one it would. Karpenter's multi-node same-type guard
 (`filter_out_same_type`, against its binary search's artefacts) is not applied: the saving
 threshold keeps repacks from churning.
 
@@ -35,6 +40,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates
+from controller.deprovisioning.simulation import unplaced_by_provisioning
 from controller.deprovisioning.types import (
     CONSOLIDATION,
     REPACK_CONSOLIDATION,
@@ -81,12 +87,14 @@ class RepackConsolidation:
         if inputs.consolidated:
             return Proposal()
         cands, events = consolidation_candidates(inputs)
-        best: Command | None = None
+        kept: Command | None = None  # the best plan provisioning would keep too
+        tight: Command | None = None  # the best of those it would not (used only when none is kept)
         sizes = prefix_sizes(len(cands), self.max_candidates)
         names = tuple(c.name for c in cands[: sizes[-1]]) if sizes else ()
         saved = inputs.progress
         start = saved.repack if saved.repack_of == names and 0 < saved.repack < len(sizes) else 0
         for i in range(start, len(sizes)):
+            best = kept or tight
             if i > start and inputs.budget.spent():  # anytime: the best so far, or where to go on
                 if best is not None:
                     return Proposal(best, tuple(events), len(cands), covered=sizes[i - 1])
@@ -99,6 +107,11 @@ class RepackConsolidation:
             ).command
             if cmd is None or price is None or saving(cmd) < self.min_saving * price:
                 continue
-            if best is None or saving(cmd) > saving(best) + 1e-9:
-                best = cmd
+            if kept is not None and saving(cmd) <= saving(kept) + 1e-9:
+                continue
+            if not unplaced_by_provisioning(inputs, cmd, scheduler):
+                kept = cmd
+            elif tight is None or saving(cmd) > saving(tight) + 1e-9:
+                tight = cmd
+        best = kept or tight
         return Proposal(best, tuple(events), len(cands), covered=sizes[-1] if sizes else 0)

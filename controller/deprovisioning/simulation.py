@@ -10,6 +10,11 @@ the remaining nodes up once per pass, not once per simulation (`scheduling/exist
 
 karpy decision (as later Karpenter, `AllNonPendingPodsScheduled`): only the pods that would
 have to move must schedule; a pending pod that fits nowhere does not block deprovisioning.
+
+`unplaced_by_provisioning`: the same simulation with a command's replacements up (`planned_nodes`)
+and provisioning's own settings — whether provisioning, which re-places a deleted node's pods its
+own way, would launch more nodes for them than the command planned (repack consolidation keeps
+only plans it would not; `repackconsolidation.py`).
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.deprovisioning.types import Candidate, Inputs, Scheduler, requests
-from controller.scheduling.types import NewNode, SchedulingResult, SchedulingSettings
+from controller.core.labels import HOSTNAME
+from controller.deprovisioning.types import Candidate, Command, Inputs, Scheduler, requests
+from controller.scheduling.scheduler import planned_labels
+from controller.scheduling.types import NewNode, SchedulingResult, SchedulingSettings, StateNode
 from controller.state.schedulinginput import scheduling_input
 
 
@@ -44,25 +51,61 @@ ONE_NODE = SchedulingSettings(exact_more_nodes=False)
 """Karpenter's consolidators replace with one node at most: the exact packing must not add nodes."""
 
 
+PROVISIONING = SchedulingSettings()
+"""Provisioning's own solve (its default settings), for `unplaced_by_provisioning`."""
+
+
 def simulate(
-    inputs: Inputs, cands: Sequence[Candidate], scheduler: Scheduler, settings: SchedulingSettings = ONE_NODE
+    inputs: Inputs,
+    cands: Sequence[Candidate],
+    scheduler: Scheduler,
+    settings: SchedulingSettings = ONE_NODE,
+    planned: Sequence[StateNode] = (),
 ) -> Simulation | None:
-    """Simulate removing `cands` under `settings`; None (abort, retry later) if one is already
-    marked for deletion."""
+    """Simulate removing `cands` under `settings` (with `planned` nodes up beside the remaining
+    ones); None (abort, retry later) if one is already marked for deletion."""
     names = {c.name for c in cands}
     if any(c.node.marked_for_deletion for c in cands):
         return None
     moving = requests(p for c in cands for p in c.pods)
     moving += requests(p for p in inputs.provisionable.rescheduled if p.node_name not in names)
     source = inputs.node_source  # the nodes not marked for deletion
-    nodes = [n for n in source.nodes if n.name not in names]
+    nodes = [*(n for n in source.nodes if n.name not in names), *planned]
     pods = [*moving, *inputs.provisionable.pending_requests()]
     result = scheduler(scheduling_input(inputs.state, pods, nodes, inputs.instance_types, settings, source))
     must_move = {p.key for p in moving}
     errors = {key: why for key, why in result.unschedulable.items() if key in must_move}
     for node_name, pod_keys in result.existing_assignments.items():
-        if not inputs.state.nodes[node_name].initialized:
+        node = inputs.state.nodes.get(node_name)  # a planned node is not in state: up and initialized
+        if node is not None and not node.initialized:
             for key in pod_keys:
                 if key in must_move:
                     errors[key] = f"would schedule against a non-initialized node {node_name}"
     return Simulation(result=result, errors=errors)
+
+
+def planned_nodes(replacements: Sequence[NewNode]) -> list[StateNode]:
+    """A command's replacements as the nodes they become once launched as planned and initialized:
+    empty, labelled as launched (`scheduler.planned_labels`), the launch's allocatable."""
+    out = []
+    for i, new in enumerate(replacements):
+        if new.launch is None:
+            continue
+        name = f"planned-replacement-{i}"
+        it = new.launch.instance_type
+        labels = {**planned_labels(new), HOSTNAME: name}
+        out.append(StateNode(name, labels, dict(it.allocatable), dict(it.capacity), tuple(new.taints)))
+    return out
+
+
+def unplaced_by_provisioning(inputs: Inputs, cmd: Command, scheduler: Scheduler) -> int:
+    """How many of the pods `cmd` moves provisioning's own solve would put on new nodes (or leave
+    unplaced) once `cmd`'s replacements are up and its candidates marked for deletion. Provisioning
+    re-places a deleted node's pods its own way, not as the command planned: where its packing
+    cannot reproduce a tight plan it launches more nodes (0: the plan's room is enough for it too)."""
+    moving = {p.key for c in cmd.candidates for p in c.pods}
+    sim = simulate(inputs, cmd.candidates, scheduler, PROVISIONING, planned_nodes(cmd.replacements))
+    if sim is None:
+        return len(moving)
+    on_new = {p.key for n in sim.new_nodes for p in n.pods}
+    return len(moving & (on_new | set(sim.errors)))

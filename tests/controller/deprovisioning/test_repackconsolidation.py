@@ -8,10 +8,11 @@ import dataclasses
 import pytest
 
 from controller.core import labels as L
-from controller.deprovisioning.consolidation import worst_launch_price
+from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates, worst_launch_price
 from controller.deprovisioning.decide import decide
-from controller.deprovisioning.repackconsolidation import RepackConsolidation, prefix_sizes
-from controller.deprovisioning.types import DeprovisioningSettings
+from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION, RepackConsolidation, prefix_sizes
+from controller.deprovisioning.simulation import unplaced_by_provisioning
+from controller.deprovisioning.types import Command, DeprovisioningSettings, Inputs
 from controller.deprovisioning.validation import validate
 from controller.scheduling.scheduler import schedule
 from controller.state.snapshot import NodeView
@@ -105,6 +106,50 @@ def test_single_node_consolidation_acts_when_no_repack_saves_enough() -> None:
     decision = decide(make_inputs([node], provisioners), None, schedule, NOW)
     assert decision.method == "singlenodeconsolidation" and decision.execute is not None
     assert _launched(decision.execute) == ["medium"]  # $0.200 for $0.202: 1 %, below a repack's 2 %
+
+
+TEN = instance_type("ten", 10, price=0.40)
+BIG = instance_type("big", 32, price=2.00)
+
+
+def _first_fit_cannot_keep_the_plan() -> Inputs:
+    """A big node's 4, 4, 3, 3, 3, 3 CPUs: two ten-CPU nodes hold them only as {4, 3, 3} twice, a
+    plan the MILP finds and provisioning's greedy packing does not (4 + 4 go together)."""
+    provisioners = [
+        make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=(SMALL, TEN, BIG))
+    ]
+    node = make_node("n0", BIG, pods=[make_pod(f"p{i}", cpu=c) for i, c in enumerate((4, 4, 3, 3, 3, 3))])
+    return make_inputs([node], provisioners)
+
+
+def _milp_plan(inputs: Inputs) -> Command:
+    cands, _ = consolidation_candidates(inputs)
+    cmd = compute_consolidation(inputs, cands, schedule, max_new_nodes=24, simulation=REPACK_SIMULATION).command
+    assert cmd is not None and _launched(cmd) == ["ten", "ten"]
+    return cmd
+
+
+def test_a_plan_provisioning_would_keep_goes_before_a_tighter_one_it_would_not() -> None:
+    # on a cluster provisioning re-places the big node's pods itself: two tens would need a third node
+    inputs = _first_fit_cannot_keep_the_plan()
+    assert unplaced_by_provisioning(inputs, _milp_plan(inputs), schedule) == 1
+    alone = RepackConsolidation().compute(inputs, schedule).command  # no plan it would keep: the tight one
+    assert alone is not None and _launched(alone) == ["ten", "ten"]
+    # beside it a half-empty huge node h0: prefix 1 deletes h0 (its pods onto n0's free room,
+    # $1.00/h) and provisioning would keep that; prefix 2 saves $1.80/h on two mediums and two
+    # tens, n0's tight plan: h0's delete goes first
+    types = (SMALL, MEDIUM, TEN, BIG, HUGE)
+    provisioners = [make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=types)]
+    big = make_node("n0", BIG, pods=[make_pod(f"p{i}", cpu=c) for i, c in enumerate((4, 4, 3, 3, 3, 3))], created=at(1))
+    both = make_inputs([_half_empty("h0"), big], provisioners)
+    cmd = RepackConsolidation().compute(both, schedule).command
+    assert cmd is not None and cmd.node_names == ("h0",) and unplaced_by_provisioning(both, cmd, schedule) == 0
+
+
+def test_a_plan_provisioning_would_keep_is_a_repack() -> None:
+    inputs = make_inputs([_half_empty("n0")], ON_DEMAND)
+    cmd = RepackConsolidation().compute(inputs, schedule).command
+    assert cmd is not None and unplaced_by_provisioning(inputs, cmd, schedule) == 0
 
 
 def test_a_saving_below_the_threshold_is_not_worth_a_repack() -> None:

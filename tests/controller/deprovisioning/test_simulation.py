@@ -11,8 +11,8 @@ import pytest
 
 from controller.core import labels as L
 from controller.deprovisioning.consolidation import Consolidation, compute_consolidation, consolidation_candidates
-from controller.deprovisioning.simulation import simulate
-from controller.deprovisioning.types import Inputs
+from controller.deprovisioning.simulation import PROVISIONING, planned_nodes, simulate, unplaced_by_provisioning
+from controller.deprovisioning.types import Command, Inputs
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult, VolumeObjects
 from controller.state.snapshot import NodeView, PodView
@@ -123,3 +123,36 @@ def test_the_simulation_draws_its_nodes_from_the_pass_source() -> None:
         assert inp.node_source is source
         assert all(any(n is s for s in source.nodes) for n in inp.nodes)
         assert cand.name not in {n.name for n in inp.nodes}
+
+
+CONSOLIDATING = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
+
+
+def replaced_large() -> tuple[Inputs, Command]:
+    """A large node's 3 CPUs of pods, and the command replacing it with a medium."""
+    node = make_node("n0", CATALOG[2], pods=[make_pod("a", cpu=1.5), make_pod("b", cpu=1.5)])
+    inputs = make_inputs([node], CONSOLIDATING)
+    cands, _ = consolidation_candidates(inputs)
+    cmd = compute_consolidation(inputs, cands, schedule).command
+    assert cmd is not None and len(cmd.replacements) == 1
+    return inputs, cmd
+
+
+def test_planned_replacements_are_the_nodes_they_launch_as_empty_and_initialized() -> None:
+    _, cmd = replaced_large()
+    new = cmd.replacements[0]
+    assert new.launch is not None
+    (planned,) = planned_nodes([new])
+    assert planned.labels[L.INSTANCE_TYPE] == new.launch.instance_type.name and planned.labels[L.ZONE] == ZONE_A
+    assert planned.labels[L.PROVISIONER_NAME] == "default" and planned.labels[L.HOSTNAME] == planned.name
+    assert planned.allocatable == dict(new.launch.instance_type.allocatable) and not planned.pods
+    assert planned.initialized and not planned.marked_for_deletion
+
+
+def test_provisioning_places_the_pods_on_the_planned_replacement() -> None:
+    inputs, cmd = replaced_large()
+    assert unplaced_by_provisioning(inputs, cmd, schedule) == 0
+    sim = simulate(inputs, cmd.candidates, schedule, PROVISIONING, planned_nodes(cmd.replacements))
+    assert sim is not None and not sim.new_nodes and set(sim.result.existing_assignments) == {"planned-replacement-0"}
+    bare = Command("consolidation", cmd.candidates)  # no replacement up: both pods need a new node
+    assert unplaced_by_provisioning(inputs, bare, schedule) == 2
