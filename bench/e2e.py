@@ -10,7 +10,8 @@ kube-controller-manager and kwok, with `karpy controller` on the simulated cloud
   launches, more than CreateFleet's burst of 50, to show what batching and throttling cost.
 Prints, per scenario: time from creation to all pods Running, CPU and memory packing (pod
 requests over the allocatable of karpy's nodes), node count, the controller's peak memory
-(VmHWM), CPU seconds, the requests its Kubernetes client sent to the apiserver (its
+(VmHWM), CPU seconds, its deprovisioning passes during the scale-up and their seconds (the
+evaluation histogram), the requests its Kubernetes client sent to the apiserver (its
 `rest_client_requests_total`) and its API economy: the cloud calls per operation
 (`karpy_cloudprovider_api_calls_total`; the simulated cloud counts the EC2 calls the AWS provider
 would make) per 1,000 pods launched, and what EC2's rate limits (on in the simulated cloud, as
@@ -261,8 +262,22 @@ def client_requests(port: int, metric: str = "rest_client_requests_total") -> in
 
 def requests_total(text: str, metric: str = "rest_client_requests_total") -> int:
     """A client's request counter `metric` in a /metrics text, summed over codes and methods."""
-    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith(metric + "{")))  # fmt: skip
+    return int(summed(text, metric))
+
+
+def summed(text: str, metric: str) -> float:
+    """A labelled metric's samples in a /metrics text, summed over its labels."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(metric + "{"))
+
+
+def deprovisioning_passes(text: str) -> dict[str, Any]:
+    """How many deprovisioning passes ran during the scale-up and their seconds in all (its
+    evaluation histogram): what consolidation took from the controller meanwhile."""
+    family = "karpenter_deprovisioning_evaluation_duration_seconds"
+    return {
+        "deprovisioning_passes": int(summed(text, family + "_count")),
+        "deprovisioning_pass_seconds": round(summed(text, family + "_sum"), 1),
+    }
 
 
 def by_operation(text: str, family: str) -> dict[str, float]:
@@ -356,6 +371,7 @@ def run(cluster: LocalCluster, work: Path, scenario: str) -> dict[str, Any]:
         result.update(peak_mb=round(peak_mb, 1), controller_cpu_seconds=round(cpu_seconds, 1))
         text = metrics_text(port)
         result["apiserver_requests"] = requests_total(text)
+        result.update(deprovisioning_passes(text))
         result.update(api_economy(text, running))
         return result
     finally:
@@ -396,7 +412,8 @@ def report(result: dict[str, Any]) -> bool:
         f"packing cpu {result['cpu_packing']:.2f} (>= {targets['cpu_packing']}), "
         f"memory {result['memory_packing']:.2f}{memory_target}; controller peak {result['peak_mb']} MB "
         f"(< {targets['peak_mb']:.0f}), cpu {result['controller_cpu_seconds']}s, "
-        f"{result['apiserver_requests']} apiserver requests; "
+        f"{result['apiserver_requests']} apiserver requests, {result['deprovisioning_passes']} deprovisioning "
+        f"passes ({result['deprovisioning_pass_seconds']}s); "
         f"cloud calls per 1,000 pods {result['cloud_calls_per_1000_pods_total']} "
         f"({', '.join(f'{op} {n}' for op, n in result['cloud_calls_per_1000_pods'].items()) or 'none'}), "
         f"throttled {sum(result['cloud_throttled'].values())} "

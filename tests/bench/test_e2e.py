@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from bench.e2e import ONE_PER_NODE, PodProgress, api_economy, by_operation, deployment, scenario_arg, workloads_of
+from bench.e2e import (
+    ONE_PER_NODE,
+    PodProgress,
+    api_economy,
+    by_operation,
+    deployment,
+    deprovisioning_passes,
+    scenario_arg,
+    workloads_of,
+)
 
 METRICS = """\
 # TYPE karpy_cloudprovider_api_calls_total counter
@@ -30,6 +39,18 @@ def test_calls_per_1000_pods_and_what_throttling_cost() -> None:
     assert economy["cloud_calls_per_1000_pods_total"] == 620.0
     assert economy["cloud_throttled"] == {"create_fleet": 4} and economy["cloud_throttle_seconds"] == 0.8
     assert api_economy("", 0)["cloud_calls_per_1000_pods"] == {}
+
+
+def test_the_deprovisioning_passes_and_their_seconds_are_summed_over_methods() -> None:
+    text = """\
+karpenter_deprovisioning_evaluation_duration_seconds_count{method="all"} 7.0
+karpenter_deprovisioning_evaluation_duration_seconds_sum{method="all"} 1.25
+karpenter_deprovisioning_evaluation_duration_seconds_count{method="singlenodeconsolidation"} 2.0
+karpenter_deprovisioning_evaluation_duration_seconds_sum{method="singlenodeconsolidation"} 3.5
+karpenter_deprovisioning_evaluation_duration_seconds_bucket{method="all",le="1.0"} 7.0
+"""
+    assert deprovisioning_passes(text) == {"deprovisioning_passes": 9, "deprovisioning_pass_seconds": 4.8}
+    assert deprovisioning_passes("") == {"deprovisioning_passes": 0, "deprovisioning_pass_seconds": 0.0}
 
 
 def test_a_pod_count_is_the_1000_pod_mix_scaled() -> None:
