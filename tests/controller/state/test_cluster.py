@@ -46,6 +46,14 @@ def test_pending_pods_follow_the_decisions_table() -> None:
     assert [p.name for p in state.snapshot().pending_pods()] == ["pending"]
 
 
+def test_queued_pods_are_those_kube_scheduler_has_not_tried_as_state_keeps_them() -> None:
+    state = synced_state()
+    other = make_pod("other-scheduler", pending=False, schedulerName="my-scheduler")
+    state.replace(PODS.name, [make_pod("pending"), make_pod("bound", node="n1"), make_pod("never-tried", pending=False),
+                              other])  # fmt: skip
+    assert [p.name for p in state.snapshot().queued_pods()] == ["never-tried"]
+
+
 def test_pending_pods_oldest_first_or_unordered_are_the_same_pods() -> None:
     state = synced_state()
     young, old, older = make_pod("a-young"), make_pod("b-old"), make_pod("c-older")
