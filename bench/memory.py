@@ -363,10 +363,11 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def run(args: argparse.Namespace, work: Path) -> dict[str, dict[str, Any]]:
+def run(args: argparse.Namespace, work: Path, results: dict[str, dict[str, Any]]) -> None:
+    """The phases, each measurement added to `results` as it is taken (kept if a later one fails
+    or the run is interrupted)."""
     cluster = LocalCluster(work / "cluster")
     cluster.up()
-    results: dict[str, dict[str, Any]] = {}
     ctrl: Controller | None = None
     try:
         kube = KubeClient(str(cluster.kubeconfig))
@@ -431,7 +432,6 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, dict[str, Any]]:
             if args.out:
                 shutil.copy(ctrl.proc.log, args.out / "controller.log")
         cluster.down()
-    return results
 
 
 def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None:
@@ -486,10 +486,13 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
-        results = run(args, work)
-        if args.out:
-            (args.out / "measurements.json").write_text(json.dumps(results, indent=1))
-    report(args, results)
+        results: dict[str, dict[str, Any]] = {}
+        try:
+            run(args, work, results)
+        finally:
+            if args.out:
+                (args.out / "measurements.json").write_text(json.dumps(results, indent=1))
+            report(args, results)
     return 0
 
 
