@@ -3,7 +3,8 @@
 A controller on the simulated cloud (its EC2 rate limits on, the default) meets throttled
 CreateFleet calls: the pods wait and run once the cloud answers, with one instance per node and
 the refusals on /metrics. A CreateFleet whose answer is lost after it launched leaves an instance
-karpy never heard of: garbage collection terminates it.
+karpy never heard of: garbage collection terminates it. Throttled TerminateInstances calls make
+the deleted nodes wait, then every instance goes and every node is released.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from controller.cloudprovider.simulated.store import FAULT_ANSWER_LOST, FAULT_THROTTLE
+from controller.kube.resources import NODES
 from tests.e2e.env import Controller, KarpyEnv
 from tests.support.poll import until
 
@@ -51,3 +53,18 @@ def test_a_launch_whose_answer_is_lost_is_collected_and_its_pods_still_run(karpy
     until(lambda: karpy.consistent() == "", 60, "the instance launched without an answer terminated")
     runs = karpy.cloud.store.running(karpy.namespace)
     assert len(runs) == len(karpy.nodes())
+
+
+def test_throttled_terminations_wait_and_every_instance_goes(karpy: KarpyEnv) -> None:
+    karpy.provisioner()
+    ctrl = karpy.start("replica-a", *GC)
+    karpy.deployment("web", 3, cpu="3", memory="1Gi")
+    until(lambda: len(karpy.running("web")) == 3, 90, "3 pods Running, a node each")
+    names = [n["metadata"]["name"] for n in karpy.nodes()]
+    karpy.scale("web", 0)
+    karpy.cloud.store.fail_next_calls("terminate_instances", 2, FAULT_THROTTLE)
+    for name in names:
+        karpy.kube.delete(NODES, name)
+    until(lambda: all(karpy.node_gone(n) for n in names), 90, "every deleted node released after 2 throttled calls")
+    assert api_count(ctrl, "throttled", "terminate_instances") == 2  # the faults, each waited out once
+    until(lambda: karpy.cloud.list() == [] and karpy.consistent() == "", 30, "every instance terminated")
