@@ -208,6 +208,17 @@ class Inputs:
         return tuple(self.state.queued_pods())
 
     @cached_property
+    def scheduler_queue(self) -> str:
+        """Why consolidation waits — it computes nothing (`decide.py`) and a command due for
+        validation is dropped (`validation.py`): how many pods kube-scheduler has not decided yet,
+        the oldest named; "" when there are none."""
+        if not self.queued:
+            return ""
+        oldest = min(self.queued, key=lambda p: (p.created, p.key))
+        count = len(self.queued)
+        return f"{count} pod(s) not yet decided by kube-scheduler (the oldest {oldest.key}): their room stays"
+
+    @cached_property
     def stamps(self) -> Mapping[str, Stamps]:
         """Per valid Provisioner, its nodes' drift stamps now (hashed once per pass)."""
         out = {}

@@ -205,6 +205,21 @@ def test_an_empty_node_is_kept_while_a_pod_that_fits_it_waits_for_kube_scheduler
     assert world.deleting() == [] and world.controller.last_pass["waiting"] == ""
 
 
+def test_a_command_computed_before_a_pod_arrived_is_dropped_at_its_validation() -> None:
+    world = World(validation_wait_seconds=3)
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1", cpu="3")
+    world.reconcile()  # n2 is empty: empty-node consolidation's command waits for its validation
+    assert world.controller.last_decision is not None and world.controller.last_decision.pending is not None
+    world.kube.put(PODS, make_pod("new", cpu="2", memory="1Mi", pending=False))  # only n2 has room for it
+    world.reconcile(step=3)
+    assert world.deleting() == [] and world.controller.last_decision.dropped
+    world.reconcile(step=1)  # dropped: the next pass at once, which waits for kube-scheduler
+    assert world.deleting() == [] and world.controller.last_pass["waiting"]
+
+
 def test_without_a_pod_waiting_for_kube_scheduler_that_empty_node_goes() -> None:
     world = World(validation_wait_seconds=0)
     consolidating(world)

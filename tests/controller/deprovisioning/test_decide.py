@@ -277,13 +277,21 @@ def test_expiration_and_emptiness_still_act_while_pods_wait_for_kube_scheduler()
     assert expired.execute is not None and expired.execute.deprovisioner == "expiration"
 
 
-def test_a_validated_command_is_not_stopped_by_a_pod_that_arrived_meanwhile_unless_it_takes_the_room() -> None:
-    """Validation re-simulates with the pods as they are then; a queued pod takes no room there
-    (kube-scheduler has not placed it), so a command already computed goes on as Karpenter's does."""
+def test_a_command_due_for_validation_is_dropped_while_pods_wait_for_kube_scheduler() -> None:
+    """Computed while none waited; 15 s later a pod kube-scheduler has not tried yet would lose
+    the room the command removes. Dropped: the next pass (at once) waits, then computes afresh."""
     nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
     first = _pass(make_inputs(nodes, ALL_ON, now=at(0)))
     assert first.pending is not None
-    done = _pass(make_inputs(nodes, ALL_ON, now=at(15), queued=[make_pod("new")]), first.pending)
+    dropped = _pass(make_inputs(nodes, ALL_ON, now=at(15), queued=[make_pod("new")]), first.pending)
+    assert dropped.execute is None and dropped.pending is None
+    assert dropped.dropped.startswith("command is no longer valid, 1 pod(s) not yet decided by kube-scheduler")
+    assert next_pass_at(dropped, at(15), SETTINGS) == at(15)
+    empty = [make_node("e1"), make_node("e2")]
+    computed = _pass(make_inputs(empty, ALL_ON, now=at(0)))
+    assert computed.pending is not None and computed.pending.method == "emptynodeconsolidation"
+    assert _pass(make_inputs(empty, ALL_ON, now=at(15), queued=[make_pod("new")]), computed.pending).dropped
+    done = _pass(make_inputs(nodes, ALL_ON, now=at(15)), first.pending)  # none waiting: it goes on
     assert done.execute is not None
 
 
