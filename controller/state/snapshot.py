@@ -38,8 +38,12 @@ Obj = Mapping[str, Any]
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class PodView:
+    """A pod as cluster state holds it. Slotted, and what every pass reads of every pod — `key`,
+    `spread_pinned`, `provisionable`, `queued` — computed once when the view is made (issue 21:
+    per-view dicts and cached properties were ~2 KB of each pending pod's ~6 KB)."""
+
     namespace: str
     name: str
     uid: str
@@ -60,9 +64,19 @@ class PodView:
     scheduling_gates: tuple[str, ...] = ()
     scheduler_name: str = DEFAULT_SCHEDULER  # spec.schedulerName (absent: the default scheduler)
     scheduler_tried: bool = False  # PodScheduled=False, any reason: a scheduler attempted it and failed
+    key: str = field(init=False, repr=False)
+    spread_pinned: bool = field(init=False, repr=False)
+    provisionable: bool = field(init=False, repr=False)
+    queued: bool = field(init=False, repr=False)
 
-    @cached_property  # read for every pending pod on every provisioning tick: once per view
-    def spread_pinned(self) -> bool:
+    def __post_init__(self) -> None:
+        derive = object.__setattr__  # frozen: set once, here (and again by dataclasses.replace)
+        derive(self, "key", f"{self.namespace}/{self.name}")
+        derive(self, "spread_pinned", self._spread_pinned())
+        derive(self, "provisionable", self._provisionable())
+        derive(self, "queued", self._queued())
+
+    def _spread_pinned(self) -> bool:
         """Pending, ungated, and its own node selector fixes the domain of one of its
         DoNotSchedule spreads off the hostname (a pod karpy pinned when lifting its topology
         gate, or one a user pinned). Considered by provisioning without kube-scheduler's mark, so
@@ -83,10 +97,6 @@ class PodView:
         """Gated by karpy's topology gate alone: waiting for provisioning to choose its domain
         (no one else schedules it; `provisioning/spreadpin.py` lifts the gate)."""
         return self.scheduling_gates == (L.TOPOLOGY_GATE,)
-
-    @cached_property  # read for every pod by every pass: computed once per view
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def terminal(self) -> bool:
@@ -119,8 +129,7 @@ class PodView:
         value = spec.get("priority") if isinstance(spec, Mapping) else None
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
-    @cached_property  # read for every pod on every provisioning tick: once per view
-    def provisionable(self) -> bool:
+    def _provisionable(self) -> bool:
         """Pods considered (decisions table): PodScheduled=False reason Unschedulable (or gated by
         karpy's topology gate alone, or `spread_pinned`), not bound, not preempting, not owned by
         a DaemonSet or a Node, not terminal, not being deleted."""
@@ -134,8 +143,7 @@ class PodView:
             and not self.deleting
         )
 
-    @cached_property  # read for every pod by a consolidation pass: once per view
-    def queued(self) -> bool:
+    def _queued(self) -> bool:
         """Waiting for kube-scheduler's first decision (issue 21): not bound, for the default
         scheduler, not gated, not marked `PodScheduled=False` yet (neither `Unschedulable` nor any
         other failure: a pod kube-scheduler tried and keeps retrying has had its decision), not

@@ -218,3 +218,13 @@ def test_a_status_the_crd_accepts_does_not_make_the_provisioner_unusable() -> No
     view = provisioner_view(prov)
     assert view.error == "" and view.spec is not None
     assert view.status_resources == {"memory": 2**30}  # the readable entries are kept
+
+
+def test_a_pod_view_derives_what_every_pass_reads_when_made_and_again_when_replaced() -> None:
+    view = pod_view(make_pod("web-1", namespace="shop"))
+    assert (view.key, view.provisionable, view.queued) == ("shop/web-1", True, False)
+    bound = dataclasses.replace(view, node_name="node-a", unschedulable=False)  # a recorded binding
+    assert (bound.key, bound.provisionable, bound.queued) == ("shop/web-1", False, False)
+    fresh = dataclasses.replace(view, unschedulable=False, scheduler_tried=False)  # not tried yet
+    assert (fresh.provisionable, fresh.queued) == (False, True)
+    assert not hasattr(view, "__dict__")  # slotted: no per-view dict (issue 21)
