@@ -111,3 +111,19 @@ def test_a_throttled_create_is_a_launch_error_to_retry_later_with_nothing_made()
         launcher(env).launch(planned(provisioner), provisioner, usage)
     assert raised.value.retry_after == pytest.approx(0.4)
     assert env.kube.items(NODES) == [] and env.cloud.instances == {} and usage == {}
+
+
+def test_the_cloud_half_counts_the_instance_and_a_failed_kubernetes_half_gives_it_back() -> None:
+    env = make_env()
+    provisioner = make_provisioner(limits={"cpu": "100"})
+    node, usage = planned(provisioner), {"cpu": 0}
+    instance = launcher(env).create_instance(node, provisioner, usage)
+    assert instance.provider_id in env.cloud.instances and env.kube.items(NODES) == []  # no Node yet
+    assert usage["cpu"] == instance.capacity["cpu"] > 0
+    env.kube.fail_next["create"] = KubeError("apiserver unavailable", 503)
+    with pytest.raises(LaunchError, match="creating node: apiserver unavailable"):
+        launcher(env).register(node, instance, provisioner, usage)
+    assert usage["cpu"] == 0 and env.cloud.instances == {} and env.kube.items(NODES) == []
+    again = launcher(env).create_instance(node, provisioner, usage)
+    result = launcher(env).register(node, again, provisioner, usage)
+    assert result.instance == again and env.state.snapshot().nodes[result.node_name].in_flight
