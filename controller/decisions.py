@@ -120,6 +120,13 @@ class DecisionLog:
         with self._lock:
             return self._latest.get(subject)
 
+    def outcomes(self, prefix: str) -> dict[str, str]:
+        """The action of each last evaluation kept about a subject under `prefix`, keyed by the
+        subject without it (`outcomes("pod/")`: pod key → launched, unschedulable, …), at once."""
+        cut = len(prefix)
+        with self._lock:
+            return {s[cut:]: e.decision.action for s, e in self._latest.items() if s.startswith(prefix)}
+
     def retain(self, prefix: str, keep: Container[str]) -> None:
         """Forget the latest answers about subjects under `prefix` that are not in `keep`."""
         with self._lock:

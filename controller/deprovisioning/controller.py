@@ -27,8 +27,11 @@ is stale (`driftcheck.py`); a node the drift marker annotates is counted
 (`karpenter_machines_drifted`) and logged as a decision, and a drift command's decision says why
 each node drifted.
 
-While pods wait for kube-scheduler's first decision, a pass runs no consolidation method
-(`decide.py`), logged when it starts and said in `last_pass["waiting"]`.
+While a scale-up is under way (`Inputs.scale_up`: pods kube-scheduler has not decided yet, pending
+pods karpy is bringing capacity for — their last provisioning evaluation in the shared
+`DecisionLog`, passed in as `Inputs.evaluations` — nodes launched not yet initialized or held for
+binding), a pass runs no consolidation method (`decide.py`), logged when it starts and said in
+`last_pass["waiting"]`.
 
 Each pass's simulations get `consolidation_budget_seconds` of wall time (`Deadline`); a pass
 that stops on it keeps where it stopped (`_progress`) and the next pass — at once, not after the
@@ -231,7 +234,10 @@ class DeprovisioningController:
     ) -> Inputs:
         # the same resolved node templates as provisioning (a missing one: no types, no replacement)
         types = instance_types_for(snap, self._cloud)
-        return Inputs.of(snap, types.types, consolidated, budget, progress, self.drift.inputs(snap, types))
+        drift = self.drift.inputs(snap, types)
+        # the pods' last provisioning evaluations (the scale-up rule): a full pass's, not the markers'
+        evaluations = self.decisions.outcomes("pod/") if budget is not None else None
+        return Inputs.of(snap, types.types, consolidated, budget, progress, drift, evaluations)
 
     @staticmethod
     def _drifts(cmd: Command, inputs: Inputs) -> dict[str, Drift]:

@@ -31,7 +31,8 @@ from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.apis.drifthash import node_template_hash_annotations, provisioner_hash_annotations
 from controller.apis.provisioner import Provisioner
 from controller.cloudprovider.drift import Drift
-from controller.core.labels import CAPACITY_TYPE
+from controller.core.labels import BINDING_HOLD, CAPACITY_TYPE
+from controller.decisions import IGNORED, LAUNCH_FAILED, UNSCHEDULABLE
 from controller.scheduling.types import (
     InstanceType,
     NewNode,
@@ -151,7 +152,9 @@ class Inputs:
     `instance_types` has an entry for every valid Provisioner (`Inputs.of`). `consolidated` is
     Karpenter's "nothing changed since the last pass that found nothing" flag (spec §5.10):
     while set, the consolidation methods do nothing. `budget` and `progress`: see the module
-    docstring (anytime passes).
+    docstring (anytime passes). `evaluations`: pod key → the outcome of its last provisioning
+    evaluation (`controller.decisions`: launched, nominated, unschedulable, …; a pod absent has
+    not been evaluated yet), which `scale_up` reads.
     """
 
     state: Snapshot
@@ -160,6 +163,7 @@ class Inputs:
     budget: Budget = field(default_factory=Unlimited)
     progress: Progress = field(default_factory=Progress)
     drift: DriftInputs = field(default_factory=DriftInputs)
+    evaluations: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
     def of(
@@ -169,9 +173,13 @@ class Inputs:
         budget: Budget | None = None,
         progress: Progress | None = None,
         drift: DriftInputs | None = None,
+        evaluations: Mapping[str, str] | None = None,
     ) -> Inputs:
         types = {v.name: tuple(instance_types.get(v.name, ())) for v in state.valid_provisioners()}
-        return Inputs(state, types, consolidated, budget or Unlimited(), progress or Progress(), drift or DriftInputs())
+        return Inputs(
+            state, types, consolidated, budget or Unlimited(), progress or Progress(), drift or DriftInputs(),
+            evaluations if evaluations is not None else {},
+        )  # fmt: skip
 
     @property
     def now(self) -> float:
@@ -208,15 +216,39 @@ class Inputs:
         return tuple(self.state.queued_pods())
 
     @cached_property
-    def scheduler_queue(self) -> str:
-        """Why consolidation waits — it computes nothing (`decide.py`) and a command due for
-        validation is dropped (`validation.py`): how many pods kube-scheduler has not decided yet,
-        the oldest named; "" when there are none."""
-        if not self.queued:
-            return ""
-        oldest = min(self.queued, key=lambda p: (p.created, p.key))
-        count = len(self.queued)
-        return f"{count} pod(s) not yet decided by kube-scheduler (the oldest {oldest.key}): their room stays"
+    def scale_up(self) -> str:
+        """Why consolidation waits — a scale-up is under way: it computes nothing (`decide.py`) and
+        a command due for validation is dropped (`validation.py`); "" when none is. The one home of
+        the rule (issue 21). A scale-up is under way while there are
+        (a) pods kube-scheduler has not decided yet (`queued`): they take the room nodes have now;
+        (b) pending provisionable pods karpy is bringing capacity for or has not evaluated yet —
+            their last provisioning evaluation launched a node, nominated one, waits out a
+            throttle, or there is none yet; a pod found unschedulable, whose launch failed, or
+            ignored does not hold consolidation back (an impossible pod never blocks it forever);
+        (c) nodes karpy launched not yet initialized or still held for binding (`BINDING_HOLD`),
+            not being deleted: pods are about to land on them.
+        The reason says which, how many, and names the oldest pod or first node."""
+        if self.queued:
+            oldest = min(self.queued, key=lambda p: (p.created, p.key))
+            count = len(self.queued)
+            return f"{count} pod(s) not yet decided by kube-scheduler (the oldest {oldest.key}): their room stays"
+        coming = [p for p in self.provisionable.pending if self.evaluations.get(p.key) not in CAPACITY_NOT_COMING]
+        if coming:
+            pod = min(coming, key=lambda p: (p.created, p.key))
+            said = self.evaluations.get(pod.key, "not evaluated yet")
+            return (
+                f"scale-up under way: {len(coming)} pending pod(s) karpy is bringing capacity for or has not "
+                f"evaluated yet (the oldest {pod.key}: {said})"
+            )
+        arriving = [n for n in self.nodes if not n.deleting and not n.marked_for_deletion and _arriving(n)]
+        if arriving:
+            node = arriving[0]
+            state = "held for binding" if BINDING_HOLD in node.annotations else "not initialized"
+            return (
+                f"scale-up under way: {len(arriving)} node(s) karpy launched not yet initialized or held for "
+                f"binding (the first {node.name}: {state})"
+            )
+        return ""
 
     @cached_property
     def stamps(self) -> Mapping[str, Stamps]:
@@ -231,6 +263,16 @@ class Inputs:
     def node(self, name: str) -> NodeView | None:
         node = self.state.nodes.get(name)
         return node if node is not None and node.owned else None
+
+
+CAPACITY_NOT_COMING = frozenset({UNSCHEDULABLE, LAUNCH_FAILED, IGNORED})
+"""A pending pod's last provisioning evaluations that bring no capacity: such a pod does not hold
+consolidation back (`Inputs.scale_up`)."""
+
+
+def _arriving(node: NodeView) -> bool:
+    """A node karpy launched that pods are about to land on: not initialized, or held for binding."""
+    return not node.initialized or BINDING_HOLD in node.annotations
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,8 +7,8 @@ the others, every candidate must still be one (eligible, not blocked, not nomina
 simulation must give the same kind of answer: delete stays delete, a replacement's instance
 types must all still be offered. A repack's replacement by several nodes (karpy's) is
 re-simulated as it was planned and stays valid while the pods need no more new nodes, costing no
-more. While pods wait for kube-scheduler's first decision (`Inputs.scheduler_queue`, issue 21) no
-command is valid: they will take the room nodes have now.
+more. While a scale-up is under way (`Inputs.scale_up`, issue 21) no command is valid: pods are
+about to take the room nodes have now.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def _invalid(cmd: Command, why: str) -> Validation:
 
 
 def validate(cmd: Command, method: str, inputs: Inputs, scheduler: Scheduler) -> Validation:
-    if inputs.scheduler_queue:  # pods kube-scheduler will place in the room the command removes
-        return _invalid(cmd, inputs.scheduler_queue)
+    if inputs.scale_up:  # a scale-up under way: pods take the room the command removes
+        return _invalid(cmd, inputs.scale_up)
     if method == EMPTY_NODE_CONSOLIDATION:
         return _validate_empty(cmd, inputs)
     current, _ = consolidation_candidates(inputs)

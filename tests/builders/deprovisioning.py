@@ -17,6 +17,7 @@ from controller.apis.provisioner import NodeSelectorRequirement, Provisioner
 from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
 from controller.core.taints import Taint, Toleration
+from controller.decisions import UNSCHEDULABLE
 from controller.deprovisioning.types import Inputs
 from controller.scheduling.types import InstanceType, LabelSelector, PodRequest, ProvisionerSpec, VolumeObjects
 from controller.state.snapshot import NodeView, PdbView, PodView, ProvisionerView, Snapshot
@@ -129,10 +130,12 @@ def make_node(
 def make_inputs(
     nodes: Iterable[NodeView], provisioners: Iterable[ProvisionerWithTypes] | None = None, *, now: float = T0,
     pdbs: Iterable[PdbView] = (), pending: Iterable[PodView] = (), consolidated: bool = False,
-    volumes: VolumeObjects | None = None, queued: Iterable[PodView] = (),
+    volumes: VolumeObjects | None = None, queued: Iterable[PodView] = (), evaluations: Mapping[str, str] | None = None,
 ) -> Inputs:  # fmt: skip
     """One pass's inputs: the nodes (with their pods), the provisioners and their types, pending
-    pods (marked `Unschedulable` by kube-scheduler) and `queued` ones (unbound, not tried yet)."""
+    pods (marked `Unschedulable` by kube-scheduler) and `queued` ones (unbound, not tried yet).
+    `evaluations`: pod key → its last provisioning evaluation's outcome; by default each pending
+    pod's is unschedulable (karpy found no room: no scale-up under way, `Inputs.scale_up`)."""
     provs = list(provisioners) if provisioners is not None else [make_provisioner()]
     node_list = list(nodes)
     waiting = [dataclasses.replace(p, unschedulable=True, scheduler_tried=True) for p in pending]
@@ -141,7 +144,9 @@ def make_inputs(
         synced=True, now=now, pods=pods, nodes={n.name: n for n in node_list},
         provisioners={p.name: p.view for p in provs}, pdbs=tuple(pdbs), volumes=volumes or VolumeObjects(),
     )  # fmt: skip
-    return Inputs.of(state, {p.name: p.instance_types for p in provs}, consolidated)
+    if evaluations is None:
+        evaluations = {p.key: UNSCHEDULABLE for p in waiting}
+    return Inputs.of(state, {p.name: p.instance_types for p in provs}, consolidated, evaluations=evaluations)
 
 
 def make_pdb(name: str = "pdb", allowed: int = 0, namespace: str = "default", app: str = "web") -> PdbView:

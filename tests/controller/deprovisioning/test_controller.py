@@ -10,7 +10,7 @@ from controller.cloudprovider.drift import Drift, DriftReason
 from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
-from controller.decisions import DEPROVISIONING_FAILED
+from controller.decisions import DEPROVISIONING_FAILED, LAUNCHED, UNSCHEDULABLE, Decision
 from controller.kube.errors import KubeError
 from controller.kube.resources import AWSNODETEMPLATES, NODES, PDBS, PODS, PROVISIONERS
 from tests.builders.wire import make_awsnodetemplate, make_pdb, make_pod, make_provisioner
@@ -227,6 +227,28 @@ def test_without_a_pod_waiting_for_kube_scheduler_that_empty_node_goes() -> None
     world.node("n2")
     world.pod("a", "n1", cpu="3")
     world.reconcile()
+    assert world.deleting() == ["n2"] and world.controller.last_pass["waiting"] == ""
+
+
+def test_consolidation_waits_while_provisioning_brings_capacity_for_a_pending_pod() -> None:
+    """Issue 21: the pod's last provisioning evaluation, in the shared decision log, says a node
+    is coming for it: a scale-up is under way. Once provisioning finds no room for it (an
+    impossible pod), it no longer holds consolidation back."""
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("n1")
+    world.node("n2")
+    world.pod("a", "n1", cpu="3")
+    world.kube.put(PODS, make_pod("big", cpu="64", memory="1Mi"))  # marked Unschedulable by kube-scheduler
+    world.decisions.evaluated(Decision("provisioning", LAUNCHED, "pod/default/big", "a new node n3 was launched"))
+    world.reconcile()
+    assert world.deleting() == []
+    assert world.controller.last_pass["waiting"] == (
+        "scale-up under way: 1 pending pod(s) karpy is bringing capacity for or has not evaluated yet "
+        "(the oldest default/big: launched)"
+    )
+    world.decisions.evaluated(Decision("provisioning", UNSCHEDULABLE, "pod/default/big", "no instance type fits"))
+    world.reconcile(step=10)
     assert world.deleting() == ["n2"] and world.controller.last_pass["waiting"] == ""
 
 

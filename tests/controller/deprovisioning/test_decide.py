@@ -5,11 +5,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import pytest
+
 from controller.core import labels as L
+from controller.core.labels import BINDING_HOLD
+from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, NOMINATED, UNSCHEDULABLE, WAITING
 from controller.deprovisioning.decide import decide, next_pass_at
 from controller.deprovisioning.types import DeprovisioningSettings, Inputs
 from controller.scheduling.scheduler import schedule
-from controller.state.snapshot import PodView
+from controller.state.snapshot import NodeView, PodView
 from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
@@ -299,3 +303,89 @@ def test_by_value_consolidation_also_waits_for_kube_scheduler() -> None:
     nodes = [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
     decision = _pass(make_inputs(nodes, ALL_ON, queued=[make_pod("new")]), settings=BY_VALUE)
     assert decision.pending is None and decision.waiting and "repackconsolidation" not in decision.covered
+
+
+# A scale-up under way: pending pods karpy brings capacity for, nodes arriving (issue 21) -------
+
+
+def _consolidatable() -> list[NodeView]:
+    """Two half-used nodes multi-node consolidation would replace by one small node."""
+    return [make_node("n1", LARGE, pods=[make_pod("a")]), make_node("n2", MEDIUM, pods=[make_pod("b")])]
+
+
+@pytest.mark.parametrize("outcome", [LAUNCHED, NOMINATED, WAITING, None])
+def test_a_pending_pod_karpy_brings_capacity_for_or_has_not_evaluated_holds_consolidation(outcome: str | None) -> None:
+    assert _pass(make_inputs(_consolidatable(), ALL_ON)).pending is not None  # without it: consolidation
+    pods = [make_pod("new-1", cpu=0.5), make_pod("new-2", cpu=0.5)]
+    said = {"default/new-1": outcome} if outcome is not None else {}
+    decision = _pass(make_inputs(_consolidatable(), ALL_ON, pending=pods, evaluations=said))
+    assert decision.pending is None and decision.execute is None and not decision.idle
+    assert decision.waiting == (
+        "scale-up under way: 2 pending pod(s) karpy is bringing capacity for or has not evaluated yet "
+        f"(the oldest default/new-1: {outcome or 'not evaluated yet'})"
+    )
+    assert "multinodeconsolidation" not in decision.covered
+    assert next_pass_at(decision, at(0), SETTINGS) == at(10)
+
+
+@pytest.mark.parametrize("outcome", [UNSCHEDULABLE, LAUNCH_FAILED, IGNORED])
+def test_a_pod_karpy_found_no_room_for_does_not_hold_consolidation(outcome: str) -> None:
+    """An impossible pod (it fits no instance type) is pending forever: consolidation goes on."""
+    huge = make_pod("huge", cpu=1000)
+    decision = _pass(make_inputs(_consolidatable(), ALL_ON, pending=[huge], evaluations={huge.key: outcome}))
+    assert not decision.waiting and decision.pending is not None
+    assert decision.pending.command.node_names == ("n1", "n2")
+
+
+def test_a_node_karpy_launched_not_yet_initialized_holds_consolidation() -> None:
+    arriving = make_node("arriving", MEDIUM, initialized=False)
+    decision = _pass(make_inputs([*_consolidatable(), arriving], ALL_ON))
+    assert decision.pending is None and decision.execute is None
+    assert decision.waiting == (
+        "scale-up under way: 1 node(s) karpy launched not yet initialized or held for binding "
+        "(the first arriving: not initialized)"
+    )
+    going = make_node("going", MEDIUM, initialized=False, deleting=True)  # being deleted: no pod lands there
+    assert _pass(make_inputs([*_consolidatable(), going], ALL_ON)).pending is not None
+
+
+def test_a_node_held_for_binding_holds_consolidation() -> None:
+    held = make_node("held", MEDIUM, annotations={BINDING_HOLD: "true"})
+    decision = _pass(make_inputs([*_consolidatable(), held], ALL_ON))
+    assert decision.pending is None
+    assert decision.waiting.endswith("(the first held: held for binding)")
+
+
+def test_emptiness_and_expiration_still_act_during_a_scale_up() -> None:
+    provs = [make_provisioner(ttl_empty=5), make_provisioner("x", ttl_expired=100)]
+    stamped = {L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"}
+    coming = [make_pod("new")]
+    launched = {"default/new": LAUNCHED}
+    arriving = make_node("arriving", initialized=False)
+    empty = make_node("e", annotations=stamped)
+    for inputs in (
+        make_inputs([empty], provs, now=at(10), pending=coming, evaluations=launched),
+        make_inputs([empty, arriving], provs, now=at(10)),
+    ):
+        decision = _pass(inputs)
+        assert decision.execute is not None and decision.execute.reason == "emptiness/delete"
+        assert decision.execute.node_names == ("e",)
+    old = [make_node("old", provisioner="x", pods=[make_pod("a")], created=at(0))]
+    expired = _pass(make_inputs(old, provs, now=at(120), pending=coming, evaluations=launched))
+    assert expired.execute is not None and expired.execute.deprovisioner == "expiration"
+
+
+def test_a_command_due_for_validation_is_dropped_when_a_scale_up_starts() -> None:
+    first = _pass(make_inputs(_consolidatable(), ALL_ON, now=at(0)))
+    assert first.pending is not None
+    coming = make_inputs(_consolidatable(), ALL_ON, now=at(15), pending=[make_pod("new")], evaluations={})
+    launched = _pass(coming, first.pending)  # not evaluated yet: karpy has not decided
+    assert launched.execute is None and launched.pending is None
+    assert launched.dropped.startswith("command is no longer valid, scale-up under way: 1 pending pod(s)")
+    arriving = make_node("arriving", initialized=False)
+    dropped = _pass(make_inputs([*_consolidatable(), arriving], ALL_ON, now=at(15)), first.pending)
+    assert dropped.dropped.startswith("command is no longer valid, scale-up under way: 1 node(s)")
+    impossible = _pass(
+        make_inputs(_consolidatable(), ALL_ON, now=at(15), pending=[make_pod("huge", cpu=1000)]), first.pending
+    )  # by default a pending pod was found unschedulable: it goes on
+    assert impossible.execute is not None
