@@ -33,6 +33,7 @@ from controller.cloudprovider.aws.shaping import for_provisioner
 from controller.core import labels as L
 from controller.core.requirements import Requirements
 from controller.core.resources import format_resources
+from controller.decisions import UNSCHEDULABLE
 from controller.deprovisioning.decide import decide
 from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
 from controller.deprovisioning.simulation import ONE_NODE, simulate
@@ -287,7 +288,8 @@ def plan_cluster(
     steps: list[dict[str, Any]] = []
     while len(steps) < MAX_STEPS:
         snap = state_of(world.objects, now)
-        inputs = Inputs.of(snap, types)
+        # the pods the plan's provisioning found no room for do not hold consolidation back (`Inputs.scale_up`)
+        inputs = Inputs.of(snap, types, evaluations=dict.fromkeys(unschedulable, UNSCHEDULABLE))
         decision = decide(inputs, None, scheduler, NO_WAIT)
         if decision.execute is None:
             break

@@ -54,3 +54,13 @@ def test_nodes_of_unknown_types_and_consolidation_disabled_are_left_alone() -> N
     assert any("x9.mystery" in w for w in plan["warnings"])
     assert {n["plan"] for n in plan["nodes"]} == {"kept"}
     assert plan["savingPerHour"] == 0
+
+
+def test_a_pod_no_instance_type_fits_does_not_keep_the_plan_from_consolidating() -> None:
+    """The plan's provisioning found no room for it: no scale-up is under way (`Inputs.scale_up`)."""
+    objects = badly_packed()
+    objects["pods"].append(make_pod("impossible", cpu="4096", memory="1Gi"))
+    plan = plan_cluster(objects, simulated_catalog(), NOW, schedule)
+    assert [u["pod"] for u in plan["unschedulable"]] == ["default/impossible"]
+    assert plan["consolidation"], plan
+    assert plan["after"]["pricePerHour"] < plan["before"]["pricePerHour"] / 2
