@@ -85,7 +85,8 @@ def consolidation_pass(answer: Mapping[str, Any]) -> dict[str, Any]:
     """The controller's last consolidation pass, as the overview shows it (empty when none yet):
     its time and duration, the candidates eligible and covered per method, and whether it went
     through or stopped on its budget (then the next pass continues where it stopped), or did not
-    run because pods wait for kube-scheduler (`waiting`: how many, the oldest)."""
+    run because a scale-up is under way (`waiting`: pods kube-scheduler or karpy has not placed
+    yet, or nodes not yet initialized — how many, one named)."""
     if not answer.get("time"):
         return {}
     covered = answer.get("covered")
