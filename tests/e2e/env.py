@@ -39,7 +39,7 @@ from controller.clock import SystemClock
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 from controller.core import labels as L
 from controller.kube.client import KubeClient
-from controller.kube.errors import KubeError, NotFoundError
+from controller.kube.errors import KubeError, NotFoundError, TooManyRequestsError
 from controller.kube.resources import NODES, PODS, PROVISIONERS, Kind
 from localcluster import LocalCluster, probes, procs
 from tests.support.poll import until
@@ -229,12 +229,27 @@ class KarpyEnv:
             until(self._namespace_gone, 60, f"namespace {self.namespace} to be deleted", interval=0.5)
         for ctrl in self.controllers:
             procs.stop(ctrl.proc, grace_seconds=5)
-        for name in [p["metadata"]["name"] for p in self.kube.list(PROVISIONERS).items]:
+        for name in [p["metadata"]["name"] for p in self._listed(PROVISIONERS)]:
             _ignore(functools.partial(self.kube.delete, PROVISIONERS, name))
         for node in self.nodes():
             name = node["metadata"]["name"]
             _ignore(functools.partial(self.kube.patch, NODES, name, {"metadata": {"finalizers": None}}))
             _ignore(functools.partial(self.kube.delete, NODES, name))
+
+    def _listed(self, kind: Kind) -> list[dict[str, Any]]:
+        """`kind`'s objects; an apiserver still initializing that kind's watch cache (a CRD just
+        established on a busy machine) answers 429 "storage is (re)initializing" for a moment."""
+        found: list[dict[str, Any]] = []
+
+        def listed() -> bool:
+            try:
+                found[:] = self.kube.list(kind).items
+            except TooManyRequestsError:
+                return False
+            return True
+
+        until(listed, 60, f"{kind.name} listed", interval=0.5)
+        return found
 
 
 def _ignore(call: Callable[[], Any]) -> None:
