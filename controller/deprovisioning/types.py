@@ -240,7 +240,7 @@ class Inputs:
                 f"scale-up under way: {len(coming)} pending pod(s) karpy is bringing capacity for or has not "
                 f"evaluated yet (the oldest {pod.key}: {said})"
             )
-        arriving = [n for n in self.nodes if not n.deleting and not n.marked_for_deletion and _arriving(n)]
+        arriving = [n for n in self.nodes if not n.deleting and not n.marked_for_deletion and _arriving(n, self.now)]
         if arriving:
             node = arriving[0]
             state = "held for binding" if BINDING_HOLD in node.annotations else "not initialized"
@@ -270,9 +270,15 @@ CAPACITY_NOT_COMING = frozenset({UNSCHEDULABLE, LAUNCH_FAILED, IGNORED})
 consolidation back (`Inputs.scale_up`)."""
 
 
-def _arriving(node: NodeView) -> bool:
-    """A node karpy launched that pods are about to land on: not initialized, or held for binding."""
-    return not node.initialized or BINDING_HOLD in node.annotations
+# How long a node not yet initialized counts as arriving (Karpenter's registration TTL for a
+# Machine, 15 min): one that never initializes must not hold consolidation back forever.
+ARRIVAL_SECONDS = 15 * 60.0
+
+
+def _arriving(node: NodeView, now: float) -> bool:
+    """A node karpy launched that pods are about to land on: not initialized, or held for binding,
+    and created less than `ARRIVAL_SECONDS` ago."""
+    return now - node.created < ARRIVAL_SECONDS and (not node.initialized or BINDING_HOLD in node.annotations)
 
 
 @dataclass(frozen=True, eq=False)

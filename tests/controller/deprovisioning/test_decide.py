@@ -349,6 +349,17 @@ def test_a_node_karpy_launched_not_yet_initialized_holds_consolidation() -> None
     assert _pass(make_inputs([*_consolidatable(), going], ALL_ON)).pending is not None
 
 
+def test_a_node_that_never_initializes_holds_consolidation_for_15_minutes_only() -> None:
+    """A node whose startup taint is never lifted stays uninitialized: consolidation waits for it
+    as long as Karpenter waits for a Machine to register, not forever."""
+    young = make_node("stuck", MEDIUM, initialized=False, created=at(-899))
+    waiting = _pass(make_inputs([*_consolidatable(), young], ALL_ON)).waiting
+    assert waiting.endswith("(the first stuck: not initialized)")
+    old = make_node("stuck", MEDIUM, initialized=False, created=at(-900))
+    later = _pass(make_inputs([*_consolidatable(), old], ALL_ON))
+    assert not later.waiting and later.pending is not None
+
+
 def test_a_node_held_for_binding_holds_consolidation() -> None:
     held = make_node("held", MEDIUM, annotations={BINDING_HOLD: "true"})
     decision = _pass(make_inputs([*_consolidatable(), held], ALL_ON))

@@ -158,7 +158,7 @@ def test_random_kills_during_scaling_consolidation_and_termination_leave_a_consi
             karpy.scale("crash", replicas)
         if action != "consolidate":
             time.sleep(rng.uniform(0.5, 4.0))  # chaos: the kill lands at a random moment (not a wait on state)
-        elif logged(ctrl, offset, REPLACING, 5):
+        elif logged(ctrl, offset, REPLACING, 20):  # a fresh controller: sync, a pass, its validation
             time.sleep(rng.uniform(0.0, 1.2))  # cordon, launch, readiness, delete, drain: about 1 s
         karpy.kill(ctrl)
         output = log_since(ctrl, offset)
