@@ -113,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
         stopping = True
 
     signal.signal(signal.SIGTERM, on_signal)
+    # Ctrl-C too, explicitly: a process started in the background by a shell without job control
+    # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt for it.
+    signal.signal(signal.SIGINT, on_signal)
     try:
         print("karpy dev: starting the webhook server", flush=True)
         controller_port = free_port()

@@ -81,6 +81,9 @@ def test_make_dev_runs_scales_and_stops_everything_on_ctrl_c(tmp_path: Path) -> 
     make = subprocess.Popen(
         ["make", "--no-print-directory", "dev", f"DEV_DIR={tmp_path / 'dev'}", f"DEV_PORT={port}"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        # as a shell without job control starts a background job (CI's may): SIGINT inherited ignored;
+        # Ctrl-C must still stop everything
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip
     out = Output(make)
     started: set[int] = set()
