@@ -98,7 +98,7 @@ def informer_of(karpy: KarpyEnv) -> Iterator[Any]:
 
     def start(kube: Any) -> ClusterState:
         state = ClusterState(SystemClock(), kinds=[PODS.name])
-        informer = Informer(kube, PODS, state, stop, page_size=3)
+        informer = Informer(kube, PODS, state, stop, watch_timeout=5, page_size=3)  # short watches: a quick teardown
         thread = threading.Thread(target=informer.run, daemon=True)
         thread.start()
         threads.append(thread)
@@ -107,7 +107,7 @@ def informer_of(karpy: KarpyEnv) -> Iterator[Any]:
     yield start
     stop.set()
     for thread in threads:
-        thread.join(timeout=70)
+        thread.join(timeout=15)
 
 
 def ours(state: ClusterState, namespace: str) -> set[str]:
