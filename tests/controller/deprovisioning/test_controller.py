@@ -51,13 +51,18 @@ def test_empty_node_is_stamped_then_deleted_after_the_ttl() -> None:
     assert any(e["reason"] == "DeprovisioningTerminating" for e in world.kube.events)
 
 
-def test_consolidation_deletes_only_after_the_validation_wait() -> None:
-    world = World()
+def n1_fits_on_n2(world: World) -> None:
+    """Consolidation on; n1's pod fits on n2 beside n2's own, so n1 can go."""
     consolidating(world)
     world.node("n1")
     world.node("n2")
     world.pod("a", "n1")
     world.pod("b", "n2", cpu="2")
+
+
+def test_consolidation_deletes_only_after_the_validation_wait() -> None:
+    world = World()
+    n1_fits_on_n2(world)
     world.reconcile()
     assert world.deleting() == []
     world.reconcile(step=10)
@@ -70,11 +75,7 @@ def test_the_consolidated_flag_lapses_after_the_reset_time_even_if_nothing_chang
     # Nomination ends without a watch event: only the reset time brings consolidation back. The
     # passes made every poll period while consolidated must not push that time back.
     world = World(validation_wait_seconds=0, poll_period_seconds=1, consolidated_reset_seconds=30)
-    consolidating(world)
-    world.node("n1")
-    world.node("n2")
-    world.pod("a", "n1")
-    world.pod("b", "n2", cpu="2")
+    n1_fits_on_n2(world)
     world.sync()
     world.state.nominate(["n1", "n2"], world.clock.now() + 5)
     world.controller.reconcile()  # nothing to do: the consolidated flag is set
@@ -133,11 +134,7 @@ def test_a_pass_that_acted_is_followed_at_once_by_the_next() -> None:
 
 def test_a_pending_command_is_validated_at_its_due_time_not_the_poll_period() -> None:
     world = World(validation_wait_seconds=3)
-    consolidating(world)
-    world.node("n1")
-    world.node("n2")
-    world.pod("a", "n1")
-    world.pod("b", "n2", cpu="2")
+    n1_fits_on_n2(world)
     world.reconcile()
     computed = world.controller.last_decision
     assert computed is not None and computed.pending is not None
@@ -152,11 +149,7 @@ def test_a_pending_command_is_validated_at_its_due_time_not_the_poll_period() ->
 
 def test_a_pending_command_longer_than_the_poll_period_is_not_recomputed_meanwhile() -> None:
     world = World()  # validation 15 s, poll period 10 s
-    consolidating(world)
-    world.node("n1")
-    world.node("n2")
-    world.pod("a", "n1")
-    world.pod("b", "n2", cpu="2")
+    n1_fits_on_n2(world)
     world.reconcile()
     computed = world.controller.last_decision
     for _ in range(14):
