@@ -35,6 +35,10 @@ EVALUATION_DURATION = Histogram(
 PASS_SECONDS = Gauge(
     "karpy_deprovisioning_pass_seconds", "Wall time of the last deprovisioning pass (its simulations are budgeted)."
 )
+PASS_CPU_SECONDS = Gauge(
+    "karpy_deprovisioning_pass_cpu_seconds",
+    "CPU time the last deprovisioning pass's thread spent (its wall time also counts other processes' share).",
+)
 CANDIDATES_COVERED = Gauge(
     "karpy_deprovisioning_candidates_covered",
     "Candidates the last deprovisioning pass evaluated, by consolidation method (with eligible: the coverage).",
@@ -88,6 +92,7 @@ __all__ = [
     "NODES_CREATED",
     "NODES_TERMINATED",
     "PASS_COMPLETE",
+    "PASS_CPU_SECONDS",
     "PASS_SECONDS",
     "REPLACEMENT_INITIALIZED",
     "REPLACEMENT_LAUNCH_FAILED",

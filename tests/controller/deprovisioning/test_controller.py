@@ -543,6 +543,11 @@ def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_publi
     assert (
         REGISTRY.get_sample_value("karpy_deprovisioning_candidates_covered", {"method": "singlenodeconsolidation"}) == 1
     )
+    # the pass's thread's CPU time, beside its wall time (which also counts other processes' share)
+    assert 0.0 < last["cpuSeconds"] <= last["seconds"] + 0.001
+    assert REGISTRY.get_sample_value("karpy_deprovisioning_pass_cpu_seconds") == pytest.approx(
+        last["cpuSeconds"], abs=1e-3
+    )
 
 
 def drifting_world(enabled: bool = True) -> tuple[World, str]:
