@@ -161,6 +161,7 @@ class DeprovisioningController:
         self.last_decision: PassResult | None = None
         self._progress = Progress()  # where the last pass stopped on its budget
         self.last_pass: dict[str, Any] = {}  # its time, duration, coverage (the dashboard's overview)
+        self._covered_methods: set[str] = set()  # the methods `karpy_deprovisioning_candidates_covered` has
         self.unconsolidatable: dict[str, str] = {}  # the last consolidation pass's reasons, by node
         self.drift = DriftChecker(cloud, clock, self.settings.drift_enabled, self.settings.drift_check_seconds)
 
@@ -258,9 +259,12 @@ class DeprovisioningController:
             M.CONSOLIDATION_TIMEOUTS.labels(
                 consolidation_type=M.CONSOLIDATION_TYPES.get(decision.method, decision.method)
             ).inc()
-        for method, count in decision.covered.items():
-            M.CANDIDATES_COVERED.labels(method=method).set(count)
         if decision.covered:  # a pass that reached the consolidation methods
+            for method in self._covered_methods - decision.covered.keys():  # not reached this pass: none
+                M.CANDIDATES_COVERED.labels(method=method).set(0)
+            for method, count in decision.covered.items():
+                M.CANDIDATES_COVERED.labels(method=method).set(count)
+            self._covered_methods |= decision.covered.keys()
             self.last_pass = {
                 "time": format_timestamp(now),
                 "seconds": round(elapsed, 3),

@@ -11,6 +11,7 @@ from controller.cloudprovider.errors import InsufficientCapacityError
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD, DEPROVISIONING_CORDON
 from controller.decisions import DEPROVISIONING_FAILED, LAUNCHED, UNSCHEDULABLE, Decision
+from controller.deprovisioning.types import MULTI_NODE_CONSOLIDATION, REPACK_CONSOLIDATION, SINGLE_NODE_CONSOLIDATION
 from controller.kube.errors import KubeError
 from controller.kube.resources import AWSNODETEMPLATES, NODES, PDBS, PODS, PROVISIONERS
 from tests.builders.wire import make_awsnodetemplate, make_pdb, make_pod, make_provisioner
@@ -525,9 +526,14 @@ def test_a_pass_out_of_budget_is_continued_by_the_next_and_its_coverage_is_publi
     stopped = []
     for _ in range(20):
         world.reconcile(step=0.1)  # at once: an incomplete pass is not idle, no poll period
+        covered = world.controller.last_pass["covered"]
+        for method in (MULTI_NODE_CONSOLIDATION, REPACK_CONSOLIDATION, SINGLE_NODE_CONSOLIDATION):
+            # the metric says what this pass covered: 0 for a method it did not reach, not the last figure
+            found = REGISTRY.get_sample_value("karpy_deprovisioning_candidates_covered", {"method": method})
+            assert (found or 0) == covered.get(method, 0)
         if world.controller.last_pass["complete"]:
             break
-        stopped.append((world.controller.last_pass["stoppedIn"], world.controller.last_pass["covered"]))
+        stopped.append((world.controller.last_pass["stoppedIn"], covered))
     # repack's sizes 1 and 2 stop a pass each; size 3 is its last, so that pass goes on to
     # single-node, which simulates one candidate; the sweep over its three ends the third time
     assert [s for s, _ in stopped] == ["repackconsolidation", "repackconsolidation", "singlenodeconsolidation"] * 2 + [
