@@ -5,7 +5,12 @@
 `node.kubernetes.io/exclude-from-external-load-balancers=karpenter` label; (2) drain — evict the
 pods `terminator.drain_plan` names through the Eviction API, each with its own backoff
 (100 ms doubling to 10 s); an HTTP 429 (a PodDisruptionBudget forbids it now) is a
-`FailedDraining` event and a retry; do-not-evict pods are waited for; (3) when drained,
+`FailedDraining` event and a retry; do-not-evict pods are waited for. The nodes of a pass are
+drained together (`DRAIN_WORKERS` calls at once, as Karpenter's termination reconciles its nodes
+concurrently): first every node is cordoned, then every pod of every node is evicted, so a
+51-node consolidation is one drain of a few seconds' calls, not 51 drains one after another
+(issue 21: 5 minutes at 20,000 pods, kube-scheduler counting the pods still on the nodes
+while karpy's plan had them moved); (3) when drained,
 `cloudprovider.delete` (already gone is fine) — the instances of every node drained in a pass
 at once, so the provider can merge them into one TerminateInstances; once the cloud refuses one
 for its request rate (`ThrottledError`, RequestLimitExceeded) the pass calls no more and no
@@ -19,11 +24,11 @@ is idempotent, so a controller killed at any point resumes where it stopped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from controller.clock import Clock
 from controller.cloudprovider.base import CloudProvider
@@ -41,11 +46,16 @@ from controller.termination import events
 from controller.termination.terminator import DrainPlan, drain_plan
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 10.0
 # deletes under way at once: a pass's TerminateInstances (and DescribeInstances) hold at most this many
 # instances (Karpenter's batchers take up to 500); at 32, 5,000 nodes took 157 of each, at 128 40
 TERMINATE_WORKERS = 128
+# cordons, evictions (each with its event) and instance lookups under way at once; the client's
+# connection pool holds 32 connections, which provisioning's binds share
+DRAIN_WORKERS = 16
 
 
 @dataclass
@@ -70,11 +80,13 @@ class TerminationController:
         recorder: EventRecorder,
         decisions: DecisionLog,
         workers: int = TERMINATE_WORKERS,
+        drain_workers: int = DRAIN_WORKERS,
     ) -> None:
         self.state, self.kube, self.cloud, self.clock = state, kube, cloud, clock
         self.recorder, self.decisions = recorder, decisions
         self._backoff: dict[str, tuple[float, float]] = {}  # pod key -> (next try, delay)
         self._terminations = ThreadPoolExecutor(workers, thread_name_prefix="terminate")
+        self._drains = ThreadPoolExecutor(drain_workers, thread_name_prefix="drain")
         self._throttled_until = float("-inf")  # the cloud refused a terminate: no call before then
 
     def reconcile(self) -> TerminationPass:
@@ -82,16 +94,11 @@ class TerminationController:
         snap = self.state.snapshot()
         if not snap.synced:
             return outcome
-        ready: list[NodeView] = []
-        for node in sorted(snap.nodes.values(), key=lambda n: n.name):
-            if node.deleting and L.TERMINATION_FINALIZER in node.finalizers and not node.in_flight:
-                try:
-                    if self._drained(node, snap.now, outcome):
-                        ready.append(node)
-                except ConflictError:
-                    continue  # someone changed the node first: next tick
-                except (KubeError, OSError) as err:
-                    log.warning("terminating node %s: %s", node.name, err)
+        deleting = [
+            node for node in sorted(snap.nodes.values(), key=lambda n: n.name)
+            if node.deleting and L.TERMINATION_FINALIZER in node.finalizers and not node.in_flight
+        ]  # fmt: skip
+        ready = self._drain_all(deleting, snap.now, outcome)
         # every drained node's instance at once, so the provider can merge them into one call
         # (TerminateInstances, `cloudprovider/batcher.py`); the finalizers then go in node order
         if ready and snap.now < self._throttled_until:
@@ -118,22 +125,48 @@ class TerminationController:
             del self._backoff[key]
         return outcome
 
-    def _drained(self, node: NodeView, now: float, outcome: TerminationPass) -> bool:
-        """Cordon and drain; True once the instance may go (drained, or already gone)."""
-        if not node.unschedulable or node.labels.get(L.EXCLUDE_LB) != "karpenter":
-            self.kube.patch(
-                NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": {L.EXCLUDE_LB: "karpenter"}}}
-            )
-            outcome.cordoned.append(node.name)
-            log.info("cordoned node %s", node.name)
-        plan = drain_plan(node, now)
-        if not plan.drained:
-            self._drain(node, plan, now, outcome)
-            if not self._instance_gone(node):
-                return False
-            log.info(
-                "instance of node %s is gone; not waiting for %d pod(s)", node.name, len(plan.evict + plan.waiting)
-            )
+    def _drain_all(self, nodes: list[NodeView], now: float, outcome: TerminationPass) -> list[NodeView]:
+        """Cordon every node, then evict every pod of every node, `DRAIN_WORKERS` calls at once;
+        the nodes whose instance may go (drained, or already gone), in the given order."""
+        plans = self._map(lambda node: self._cordoned(node, now, outcome), nodes)
+        busy = [(node, plan) for node, plan in zip(nodes, plans, strict=True) if plan is not None and not plan.drained]
+        evictions = [(node, pod) for node, plan in busy for pod in plan.evict]
+        self._map(lambda job: self._evict(*job, now, outcome), evictions)
+        gone = self._map(lambda job: self._blocked(*job, outcome), busy)
+        waiting = {node.name for (node, _), done in zip(busy, gone, strict=True) if not done}
+        return [node for node, plan in zip(nodes, plans, strict=True) if plan is not None and node.name not in waiting]
+
+    def _map(self, fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+        """`fn` over `items` on the drain workers (each call in a copy of this context), in order."""
+        return list(self._drains.map(lambda item: copy_context().run(fn, item), items))
+
+    def _cordoned(self, node: NodeView, now: float, outcome: TerminationPass) -> DrainPlan | None:
+        """Cordon the node; its drain plan, or None when the node could not be cordoned now."""
+        try:
+            if not node.unschedulable or node.labels.get(L.EXCLUDE_LB) != "karpenter":
+                labels = {L.EXCLUDE_LB: "karpenter"}
+                self.kube.patch(NODES, node.name, {"spec": {"unschedulable": True}, "metadata": {"labels": labels}})
+                outcome.cordoned.append(node.name)
+                log.info("cordoned node %s", node.name)
+        except ConflictError:
+            return None  # someone changed the node first: next tick
+        except (KubeError, OSError) as err:
+            log.warning("terminating node %s: %s", node.name, err)
+            return None
+        return drain_plan(node, now)
+
+    def _blocked(self, node: NodeView, plan: DrainPlan, outcome: TerminationPass) -> bool:
+        """A node still draining after this pass's evictions: say why; True if its instance is
+        gone anyway (then its pods are not waited for)."""
+        for pod in plan.do_not_evict:
+            why = f"pod {pod.key} has the {L.DO_NOT_EVICT} annotation; waiting for it to finish"
+            self.decisions.record_once(Decision(self.name, WAITING, f"node/{node.name}", why, (pod.key,)))
+        outcome.blocked.append(node.name)
+        count = len(plan.evict) + len(plan.waiting)
+        self.recorder.publish(events.failed_draining(node, f"{count} pods are waiting to be evicted"))
+        if not self._instance_gone(node):
+            return False
+        log.info("instance of node %s is gone; not waiting for %d pod(s)", node.name, count)
         return True
 
     def _terminate_instance(self, node: NodeView, throttled: list[ThrottledError]) -> bool:
@@ -153,38 +186,29 @@ class TerminationController:
             return False
         return True
 
-    def _drain(self, node: NodeView, plan: DrainPlan, now: float, outcome: TerminationPass) -> None:
-        for pod in plan.evict:
-            if self._evict(node, pod, now):
-                outcome.evicted.append(pod.key)
-        for pod in plan.do_not_evict:
-            why = f"pod {pod.key} has the {L.DO_NOT_EVICT} annotation; waiting for it to finish"
-            self.decisions.record_once(Decision(self.name, WAITING, f"node/{node.name}", why, (pod.key,)))
-        outcome.blocked.append(node.name)
-        count = len(plan.evict) + len(plan.waiting)
-        self.recorder.publish(events.failed_draining(node, f"{count} pods are waiting to be evicted"))
-
-    def _evict(self, node: NodeView, pod: PodView, now: float) -> bool:
+    def _evict(self, node: NodeView, pod: PodView, now: float, outcome: TerminationPass) -> None:
+        """Evict the pod unless its backoff runs; a refusal backs it off (a PDB's 429: an event)."""
         next_try, delay = self._backoff.get(pod.key, (0.0, BACKOFF_MIN / 2))
         if now < next_try:
-            return False
+            return
         try:
             self.kube.evict(pod.namespace, pod.name)
         except NotFoundError:
-            return True
+            outcome.evicted.append(pod.key)
+            return
         except TooManyRequestsError:
             self.recorder.publish(events.failed_draining(node, f"evicting pod {pod.key} violates a PDB"))
             why = f"evicting pod {pod.key} violates a PodDisruptionBudget; retrying"
             self.decisions.record_once(Decision(self.name, WAITING, f"node/{node.name}", why, (pod.key,)))
             self._backoff[pod.key] = (now + min(delay * 2, BACKOFF_MAX), min(delay * 2, BACKOFF_MAX))
-            return False
+            return
         except (KubeError, OSError) as err:
             log.warning("evicting pod %s: %s", pod.key, err)
             self._backoff[pod.key] = (now + min(delay * 2, BACKOFF_MAX), min(delay * 2, BACKOFF_MAX))
-            return False
+            return
         self._backoff.pop(pod.key, None)
+        outcome.evicted.append(pod.key)
         self.recorder.publish(events.evicted(pod))
-        return True
 
     def _instance_gone(self, node: NodeView) -> bool:
         try:

@@ -15,8 +15,10 @@ as a watch would report it, `(resourceVersion, kind name, ADDED|MODIFIED|DELETED
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
-from typing import Any
+import functools
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 from controller.clock import Clock, FakeClock
 from controller.core.timestamps import format_timestamp
@@ -37,8 +39,24 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """One write at a time: controllers call the adapter from worker threads (binds, drains)."""
+
+    @functools.wraps(method)
+    def locked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with args[0]._lock:  # type: ignore[attr-defined]
+            return method(*args, **kwargs)
+
+    return locked
+
+
 class FakeKube:
     def __init__(self, clock: Clock | None = None) -> None:
+        self._lock = threading.RLock()
         self.clock = clock or FakeClock()
         self.objects: dict[str, dict[str, Obj]] = {}
         self.rv = 0
@@ -54,6 +72,7 @@ class FakeKube:
 
     # Helpers for tests -----------------------------------------------------------------------
 
+    @_locked
     def put(self, kind: Kind, obj: Mapping[str, Any]) -> Obj:
         stored = copy.deepcopy(dict(obj))
         meta = stored.setdefault("metadata", {})
@@ -67,6 +86,7 @@ class FakeKube:
         store[key] = stored
         return stored
 
+    @_locked
     def _remove(self, kind: Kind, key: str) -> None:
         removed = self.objects[kind.name].pop(key)
         self.rv += 1
@@ -116,6 +136,7 @@ class FakeKube:
             raise NotFoundError(f"{kind.name} {name} not found", 404)
         return copy.deepcopy(found)
 
+    @_locked
     def create(self, kind: Kind, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
         self.calls.append(("create", (kind.name, (obj.get("metadata") or {}).get("name"))))
         self._maybe_fail("create")
@@ -126,6 +147,7 @@ class FakeKube:
             obj = merge_patch(obj, {"metadata": {"namespace": namespace}})
         return copy.deepcopy(self.put(kind, obj))
 
+    @_locked
     def patch(
         self,
         kind: Kind,
@@ -146,6 +168,7 @@ class FakeKube:
             return dict(updated)
         return copy.deepcopy(self.put(kind, updated))
 
+    @_locked
     def replace(self, kind: Kind, name: str, obj: Mapping[str, Any], namespace: str | None = None) -> Obj:
         self.calls.append(("replace", (kind.name, name)))
         current = self.get(kind, name, namespace)
@@ -153,6 +176,7 @@ class FakeKube:
             raise ConflictError("the object has been modified", 409)
         return copy.deepcopy(self.put(kind, obj))
 
+    @_locked
     def delete(self, kind: Kind, name: str, namespace: str | None = None) -> None:
         self.calls.append(("delete", (kind.name, name)))
         self._maybe_fail("delete")
@@ -166,6 +190,7 @@ class FakeKube:
             return
         self._remove(kind, _key(kind, name, namespace))
 
+    @_locked
     def bind(self, namespace: str, pod: str, node: str) -> None:
         self.calls.append(("bind", (namespace, pod, node)))
         self._maybe_fail("bind")
@@ -179,6 +204,7 @@ class FakeKube:
         self.bindings.append((f"{namespace}/{pod}", node))
         self.put(PODS, merge_patch(current, {"spec": {"nodeName": node}}))
 
+    @_locked
     def evict(self, namespace: str, pod: str) -> None:
         key = f"{namespace}/{pod}"
         self.calls.append(("evict", (namespace, pod)))
@@ -190,6 +216,7 @@ class FakeKube:
         self.evictions.append(key)
         self.delete(PODS, pod, namespace)
 
+    @_locked
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
         self.events.append(copy.deepcopy(dict(event)))
 

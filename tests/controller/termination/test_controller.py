@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from controller.clock import FakeClock
 from controller.cloudprovider.aws.ratelimit import Buckets
@@ -119,6 +122,58 @@ def test_finalizer_removal_does_not_drop_a_finalizer_added_meanwhile() -> None:
     env.tick()  # a fresh view: only karpy's own finalizer is removed
     final = env.kube.find(NODES, "n1")
     assert final is not None and final["metadata"]["finalizers"] == ["example.com/keep"]
+
+
+def four_deleted_nodes(*pods_of: list[dict]) -> World:  # type: ignore[type-arg]
+    """Nodes n0..n3 (instances in the fake cloud), each with the pods given for it, deleted."""
+    world = World.make()
+    for i, pods in enumerate(pods_of):
+        world.put(NODES, make_node(f"n{i}", provider_id=f"fake:///z/n{i}"))
+        world.cloud.add(Instance(f"fake:///z/n{i}", f"n{i}", "m5.large", "z", "on-demand", 0.1, "default", 0.0))
+        world.put(PODS, *pods)
+    for i in range(len(pods_of)):
+        world.kube.delete(NODES, f"n{i}")
+    world.sync()
+    return world
+
+
+def test_the_nodes_of_a_pass_are_drained_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 21: a 51-node consolidation drained one node after another took 5 minutes at 20,000
+    # pods; a pass cordons every node, then evicts every node's pods at once
+    world = four_deleted_nodes(*([make_pod(f"p{i}", node=f"n{i}")] for i in range(4)))
+    together = threading.Barrier(4, timeout=10)  # broken unless the four evictions are in flight at once
+    evict = world.kube.evict
+
+    def evict_together(namespace: str, pod: str) -> None:
+        together.wait()
+        evict(namespace, pod)
+
+    monkeypatch.setattr(world.kube, "evict", evict_together)
+    ctrl = TerminationController(world.state, world.kube, world.cloud, world.clock, world.recorder, world.decisions)
+    done = ctrl.reconcile()
+    assert sorted(done.evicted) == [f"default/p{i}" for i in range(4)]
+    assert sorted(done.cordoned) == ["n0", "n1", "n2", "n3"]
+    # every node cordoned before any of its pods goes: an evicted pod's replacement cannot land on one
+    calls = [call for call, _ in world.kube.calls if call in ("patch", "evict")]
+    assert calls == ["patch"] * 4 + ["evict"] * 4
+    world.sync()
+    assert sorted(ctrl.reconcile().terminated) == ["n0", "n1", "n2", "n3"] and world.cloud.instances == {}
+
+
+def test_a_node_a_pdb_holds_does_not_hold_the_others() -> None:
+    world = four_deleted_nodes(*([make_pod(f"p{i}", node=f"n{i}")] for i in range(4)))
+    world.kube.evict_errors["default/p0"] = [TooManyRequestsError("pdb", 429)] * 100
+    ctrl = TerminationController(world.state, world.kube, world.cloud, world.clock, world.recorder, world.decisions)
+    ctrl.reconcile()
+    world.sync()
+    assert sorted(ctrl.reconcile().terminated) == ["n1", "n2", "n3"]
+    assert world.names(NODES) == ["n0"] and any("violates a PDB" in e["message"] for e in world.kube.events)
+    world.kube.evict_errors.clear()  # the budget allows it now: evicted once its backoff has passed
+    for _ in range(5):
+        world.clock.step(1.0)
+        world.sync()
+        ctrl.reconcile()
+    assert world.names(NODES) == [] and sorted(world.kube.evictions) == [f"default/p{i}" for i in range(4)]
 
 
 def test_the_instances_of_the_nodes_drained_in_a_pass_go_in_one_terminate_call(tmp_path: Path) -> None:
