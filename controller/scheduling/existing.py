@@ -3,7 +3,10 @@
 Internal to the scheduler; pure. A solve starts with one row per existing node (spec §5.5.1), in
 creation-time-then-name order: its class (taints, label requirements), what its bound pods use
 plus the DaemonSet pods a node that takes pods still lacks, what it offers, its pod count, host
-ports, and its bound pods and labels for topology. `Rows.build` computes them for a node list.
+ports, and its bound pods and labels for topology — with the pods of the batch still bound to it
+(a node being deleted whose pods are placed again), which topology counts where they are until
+the solve takes them up, as kube-scheduler counts them until they are evicted (issue 21).
+`Rows.build` computes them for a node list.
 
 A deprovisioning pass simulates hundreds of node sets, each its remaining nodes less a candidate
 or a prefix of candidates; setting up every node again made one simulation cost ~0.12 s at
@@ -106,9 +109,13 @@ class Rows:
     cls: np.ndarray  # (n,)
     classes: tuple[tuple[tuple[Taint, ...], Requirements], ...]
     ports: tuple[frozenset[HostPort], ...]
-    cluster: tuple[ClusterNode, ...]  # bound pods that stay (topology counts them), labels, name
+    cluster: tuple[ClusterNode, ...]  # bound pods that stay and `moving` pods (topology counts them), labels, name
     anti: frozenset[int]  # rows holding a bound pod with required anti-affinity
     pod_rows: Mapping[str, int]  # bound pod key → row
+    moving: Mapping[str, int] = field(default_factory=dict)
+    """Batch pod key → the row it is still bound to (a pod of a node being deleted, which the solve
+    places again): topology counts it there until the solve takes it up (`Topology.lift`), as
+    kube-scheduler counts it until it is evicted."""
     group_counts: dict[Hashable, np.ndarray] = field(default_factory=dict)
     """Per topology group key: `selected(group)` (a cache, filled by solves)."""
     label_domains: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)
@@ -178,6 +185,7 @@ class Rows:
         cluster: list[ClusterNode] = []
         anti: set[int] = set()
         pod_rows: dict[str, int] = {}
+        moving: dict[str, int] = {}
         for i, node in enumerate(nodes):
             prov = by_name.get(node.provisioner_name or "")
             target[i] = node.provisioner_name is not None and not node.marked_for_deletion
@@ -198,13 +206,17 @@ class Rows:
             offers[i] = context.vector(context.allocatable(node, prov))
             npods[i] = len(bound)
             ports.append(frozenset(port for pod in bound for port in pod.host_ports))
-            cluster.append((tuple(bound), labels, node.name))
-            if any(pod.pod_anti_affinity for pod in bound):
+            leaving = [p for p in node.pods if not p.terminal and p.key in batch_keys] if batch_keys else []
+            counted = (*bound, *leaving)
+            cluster.append((counted, labels, node.name))
+            if any(pod.pod_anti_affinity for pod in counted):
                 anti.add(i)
             for pod in bound:
                 pod_rows[pod.key] = i
+            for pod in leaving:
+                moving[pod.key] = i
         return Rows(tuple(nodes), used, offers, npods, target, cls, tuple(classes), tuple(ports), tuple(cluster),
-                    frozenset(anti), pod_rows)  # fmt: skip
+                    frozenset(anti), pod_rows, moving)  # fmt: skip
 
 
 def solve_order(nodes: Sequence[StateNode]) -> list[StateNode]:
@@ -287,7 +299,11 @@ def install(table: NodeTable, topology: Topology, rows: Rows, idx: np.ndarray) -
         codes, values = rows.domains(label)
         return np.asarray(codes[idx]), values
 
-    topology.add_cluster_nodes([cluster[i] for i in picked], anti, counts, domains)
+    moving = {}
+    if rows.moving:
+        position = {i: k for k, i in enumerate(picked)}
+        moving = {key: position[i] for key, i in rows.moving.items() if i in position}
+    topology.add_cluster_nodes([cluster[i] for i in picked], anti, counts, domains, moving)
 
 
 def _bound_usage(

@@ -3,7 +3,9 @@
 Internal to `scheduler.schedule()`; pure. Set-up follows spec §5.3 (provisioners by weight then
 name, daemonset overhead per provisioner, remaining limits counting existing nodes, topology
 over the batch). For each pod, in the queue order of spec §5.4 (karpy: pods whose own node
-selector fixes a spread's domain first, `_spread_fixed`):
+selector fixes a spread's domain first, `_spread_fixed`; pods still bound to a node being deleted
+last — pending pods are bound now, those only once evicted — counted on that node until then,
+`Topology.lift`):
 1. existing nodes in their given order (creation time, then name) — first that accepts wins;
 2. nodes opened earlier in this solve, fewest pods first (ties: oldest) — first that accepts;
 3. a new node from the first provisioner (weight order) whose template, topology, limits and
@@ -184,16 +186,17 @@ class Solver:
 
     def _pods(self) -> None:
         batch = self.batch
-        keys = [(not _spread_fixed(p), -p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0), p.creation_timestamp,
-                 p.uid, i) for i, p in enumerate(batch)]  # fmt: skip
+        moving = self.topology.moving
+        keys = [(moving(p.key), not _spread_fixed(p), -p.requests.get(CPU, 0), -p.requests.get(MEMORY, 0),
+                 p.creation_timestamp, p.uid, i) for i, p in enumerate(batch)]  # fmt: skip
         keys.sort()
         resources = self.resources
         # every request vector at once (one array, a row view per pod)
-        requests = np.array([[batch[k[5]].requests.get(r, 0) for r in resources] for k in keys], dtype=np.int64)
+        requests = np.array([[batch[k[-1]].requests.get(r, 0) for r in resources] for k in keys], dtype=np.int64)
         requests = requests.reshape(len(keys), len(resources))
         requirement_cache: RequirementCache = {}
         for row, key in enumerate(keys):
-            pod = batch[key[5]]
+            pod = batch[key[-1]]
             if pod.ignore_reason:
                 self.unschedulable[pod.key] = f"ignored: {pod.ignore_reason}"
                 continue
@@ -226,6 +229,8 @@ class Solver:
         self.failed = sorted(failed.values(), key=lambda s: s.index)
 
     def add(self, ps: PodState) -> bool:
+        if self.topology.lift(ps):  # a pod of a node being deleted, counted there until now
+            self.version += 1
         groups = self.topology.constraining(ps)
         host = [g for g in groups if g.host] if groups else groups
         other = [g for g in groups if not g.host] if groups else groups

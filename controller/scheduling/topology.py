@@ -8,6 +8,11 @@ scheduler's node index, so one pod is checked against every candidate node at on
 Inverse groups carry required anti-affinity of already-bound pods and of batch pods, so a pod
 also stays away from pods that are anti-affine to it.
 
+Pods of the batch still bound to an existing node (a node being deleted: provisioning places its
+pods again) are counted on that node, as kube-scheduler counts them until they are evicted, and
+taken off it when the solve takes them up (`lift`; karpy decision, issue 21 — Karpenter leaves
+them out of every count, so a pod kube-scheduler refuses beside a long drain looked placeable).
+
 Karpenter's random tie-breaks become deterministic: domains are visited in sorted order.
 karpy decisions: when a node's requirement on a key is not a concrete set (e.g. zone not yet
 decided), anti-affinity records every domain of the universe it allows, not none; a term with a
@@ -146,22 +151,31 @@ class Topology:
         self._cluster: Sequence[ClusterNode] = ()
         self._cluster_counts: ClusterCounts | None = None
         self._cluster_domains: ClusterDomains | None = None
+        self._moving: dict[str, int] = {}  # batch pod key → the existing node it is still counted on
+        self._lifted: list[tuple[PodRequest, int]] = []  # moving pods taken up, and the node they left
 
     # -- set-up ------------------------------------------------------------------------------
 
     def add_cluster_nodes(
-        self, nodes: Sequence[ClusterNode], anti: Sequence[int], counts: ClusterCounts, domains: ClusterDomains
+        self,
+        nodes: Sequence[ClusterNode],
+        anti: Sequence[int],
+        counts: ClusterCounts,
+        domains: ClusterDomains,
+        moving: Mapping[str, int] | None = None,
     ) -> None:
         """The pods bound to the existing nodes before this solve, the nodes in row order (the
         existing nodes are the table's first rows): counted by groups; inverse groups made for
         those with required anti-affinity (`anti`: the rows holding such pods, in order).
         `counts(key, group)`: per node, how many of its pods the group selects (0 where its node
         filter excludes the node); `domains(label)`: per node, the index of its value of that
-        label in the list returned with them (-1: none) — `existing.py` keeps both."""
+        label in the list returned with them (-1: none) — `existing.py` keeps both. `moving`:
+        the batch pods among them (key → node), counted there until `lift`ed."""
         assert not self._cluster, "the existing nodes are added once"
         self._cluster = nodes
         self._cluster_counts = counts
         self._cluster_domains = domains
+        self._moving = dict(moving or {})
         for node_index in anti:
             pods, node_labels, node_name = nodes[node_index]
             for pod in pods:
@@ -210,6 +224,9 @@ class Topology:
                 totals = np.bincount(codes[labelled], weights=per_node[labelled], minlength=len(values))
                 for d in np.flatnonzero(totals).tolist():
                     group.add(values[d], int(totals[d]))
+            for pod, node_index in self._lifted:  # counted by `counts` where they no longer are
+                if group.selects(pod.namespace, pod.labels):
+                    self._uncount(group, node_index)
         return group
 
     def update(self, ps: PodState, first: bool = False) -> None:
@@ -245,6 +262,35 @@ class Topology:
                 group.owner_names.append(pod.key)
                 inverse.append(group)
             self._owned_inverse[ps.index] = inverse
+
+    def moving(self, key: str) -> bool:
+        """Whether the batch pod is still counted on the existing node it is bound to."""
+        return key in self._moving
+
+    def lift(self, ps: PodState) -> bool:
+        """Take a moving pod off the node it is still counted on, before the solve places it
+        (as kube-scheduler stops counting a pod once it is evicted); False if it was not moving."""
+        node_index = self._moving.pop(ps.pod.key, None)
+        if node_index is None:
+            return False
+        self._lifted.append((ps.pod, node_index))
+        for group in self.counting(ps):
+            self._uncount(group, node_index)
+        _, labels, name = self._cluster[node_index]
+        for group in self._owned_inverse.get(ps.index, ()):
+            self._record_node(group, node_index, self._node_requirement(group.key, labels, name), True, -1)
+        return True
+
+    def _uncount(self, group: Group, node_index: int) -> None:
+        """One selected pod fewer on an existing node, as `add_cluster_nodes` counted it."""
+        _, labels, _ = self._cluster[node_index]
+        if group.node_filter and not filter_matches(group.node_filter, Requirements.from_labels(labels)):
+            return
+        if group.host:
+            group.version += 1
+            group.host_counts[node_index] -= 1
+        elif group.key in labels:
+            group.add(labels[group.key], -1)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -334,18 +380,18 @@ class Topology:
         for group in self._owned_inverse.get(ps.index, ()):
             self._record_node(group, node_index, requirements.get_or_exists(group.key), True)
 
-    def _record_node(self, group: Group, node_index: int, req: Requirement, every: bool) -> None:
+    def _record_node(self, group: Group, node_index: int, req: Requirement, every: bool, amount: int = 1) -> None:
         if group.host:
-            group.host_counts[node_index] += 1
+            group.host_counts[node_index] += amount
             return
         if not req.complement:
             if every or len(req.values) == 1:
                 for value in req.values:
-                    group.add(value)
+                    group.add(value, amount)
         elif every:
             for domain in group.domains():
                 if req.has(domain):
-                    group.add(domain)
+                    group.add(domain, amount)
 
     def _node_requirement(self, key: str, labels: Mapping[str, str], name: str) -> Requirement:
         if key == HOSTNAME:

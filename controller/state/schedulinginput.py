@@ -4,7 +4,8 @@ Pure. Every decision that asks the scheduler "where would these pods go?" builds
 so the three agree on what a node, a pending pod and a DaemonSet look like:
 - provisioning (`provisioning_input`): the provisionable pods, then the pods of nodes marked for
   deletion (spec §5.2: their replacement capacity is provisioned before they are evicted), onto
-  every node of the snapshot (in-flight included);
+  every node of the snapshot (in-flight included; a marked node's pods counted there for topology
+  until placed);
 - deprovisioning's simulation (`deprovisioning/simulation.py`): the pods that would move, then
   the provisionable pods, onto the nodes that stay;
 - the interruption replacement check (`interruption/replacement.py`): a node's pods onto the
@@ -17,7 +18,6 @@ Volumes: the snapshot's claims, volumes, classes and CSINode limits (`Snapshot.v
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -94,18 +94,10 @@ def scheduling_input(
 def provisioning_input(
     snap: Snapshot, found: Provisionable, instance_types: InstanceTypes, settings: SchedulingSettings | None = None
 ) -> SchedulingInput:
-    """A provisioning pass's input: the pending pods, then the rescheduled ones, onto every node
-    (a marked node without the pods being placed again, so they do not count twice)."""
+    """A provisioning pass's input: the pending pods, then the rescheduled ones, onto every node.
+    A marked node keeps the pods being placed again: the solve takes no room for them there but
+    counts them for topology until it places them (as kube-scheduler counts them until they are
+    evicted; `scheduling/topology.py`), after every pending pod."""
     pods = [p.request for p in (*found.pending, *found.rescheduled) if p.request is not None]
-    rescheduled = {p.key for p in found.rescheduled}
-    nodes = []
-    for node in snap.nodes.values():
-        state_node = node.state_node()
-        if rescheduled and node.marked_for_deletion:
-            state_node = _without(state_node, rescheduled)
-        nodes.append(state_node)
+    nodes = [node.state_node() for node in snap.nodes.values()]
     return scheduling_input(snap, pods, nodes, instance_types, settings)
-
-
-def _without(node: StateNode, keys: set[str]) -> StateNode:
-    return dataclasses.replace(node, pods=tuple(p for p in node.pods if p.key not in keys))

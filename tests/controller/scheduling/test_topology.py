@@ -11,7 +11,7 @@ from typing import Any
 from controller.core.labels import CAPACITY_TYPE, HOSTNAME, ZONE
 from controller.core.requirements import Requirements
 from controller.scheduling.topology import Group, filter_matches, short_key
-from controller.scheduling.types import LabelSelector, PodRequest
+from controller.scheduling.types import LabelSelector, PodRequest, StateNode
 from tests.builders.scheduling import (
     make_instance_type,
     make_node,
@@ -174,3 +174,57 @@ def test_pods_whose_node_selector_fixes_their_spread_domain_are_counted_first() 
     result = run([*pods, pinned])
     assert zone_of(result, "w-pinned") == "test-zone-a"
     assert sorted(zone_of(result, f"w{i}") for i in range(2)) == ["test-zone-b", "test-zone-c"]
+
+
+def draining(*pods: PodRequest) -> StateNode:
+    """A node of zone a being deleted, its pods still bound to it (and in the batch, to move)."""
+    return make_node("going", zone="test-zone-a", deleting=True, bound=pods, created="2024-01-01T00:00:00Z")
+
+
+def room(zone: str) -> StateNode:
+    """A 4-CPU node with nothing on it, created after the draining node (a, b, c in name order)."""
+    return make_node(f"room-{zone[-1]}", zone=zone, created="2024-01-02T00:00:00Z")
+
+
+def full(zone: str, *bound: PodRequest) -> StateNode:
+    """A 1-CPU node with 900m taken: a 500m pod does not fit."""
+    name = f"full-{zone[-1]}"
+    return make_node(name, zone=zone, cpu="1", bound=[web(f"on-{name}", cpu="900m", node_name=name), *bound])
+
+
+def test_the_pods_still_on_a_node_being_deleted_count_there_for_a_pending_pod() -> None:
+    """Issue 21: kube-scheduler counts a draining node's pods in its zone until they are evicted.
+    Zone a holds two (on the draining node), b and c one each: the pending pod may go to b or c
+    only, which are full — it needs a new node, not the room in zone a kube-scheduler refuses."""
+    old = [web(f"old{i}", node_name="going", spread=[spread(ZONE, WEB)]) for i in range(2)]
+    nodes = [draining(*old), make_node("room-a", zone="test-zone-a"), full("test-zone-b"), full("test-zone-c")]
+    new = web("new", cpu="500m", spread=[spread(ZONE, WEB)])
+    result = run([new, *old], nodes=nodes)
+    assert zone_of(result, "new") in ("test-zone-b", "test-zone-c")
+    assert node_of(result, "new") in {n.name for n in result.new_nodes}
+    # the draining node's own pods then leave zone a one by one, as they are evicted
+    assert not result.unschedulable
+
+
+def test_a_pod_of_a_node_being_deleted_is_counted_where_it_is_until_placed_then_where_it_goes() -> None:
+    """Pending pods first, against the count with the draining node's pods where they are (a = 2);
+    then each of those pods leaves zone a before it is placed: an even spread at the end, each
+    counted once (placed a second time in zone a, or counted there still, it would not be)."""
+    old = [web("old-big", cpu="300m", node_name="going", spread=[spread(ZONE, WEB)]),
+           web("old-small", cpu="200m", node_name="going", spread=[spread(ZONE, WEB)])]  # fmt: skip
+    nodes = [draining(*old), room("test-zone-a"), room("test-zone-b"), room("test-zone-c")]
+    result = run([web("new", spread=[spread(ZONE, WEB)]), *old], nodes=nodes)
+    assert [node_of(result, name) for name in ("new", "old-big", "old-small")] == ["room-b", "room-c", "room-a"]
+    assert not result.new_nodes
+
+
+def test_a_draining_pods_anti_affinity_repels_until_it_moves() -> None:
+    """kube-scheduler honours a bound pod's required anti-affinity where the pod is: the guard on
+    the draining node keeps web pods out of zone a until it moves (to zone c, its node selector);
+    a web pod placed after it may then use zone a."""
+    guard = make_pod("guard", cpu="300m", node_name="going", anti_affinity=[term(ZONE, WEB)],
+                     node_selector={ZONE: "test-zone-c"})  # fmt: skip
+    web_old = web("web-old", cpu="200m", node_name="going")
+    nodes = [draining(guard, web_old), room("test-zone-a"), room("test-zone-b"), room("test-zone-c")]
+    result = run([web("web-new"), guard, web_old], nodes=nodes)
+    assert [node_of(result, name) for name in ("web-new", "guard", "web-old")] == ["room-b", "room-c", "room-a"]
