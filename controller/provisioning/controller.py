@@ -14,7 +14,9 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    snapshot is bound (Binding subresource); then every held node is released at once. Pods
    karpy does not bind — placed on existing nodes, depending on pods of other nodes (zonal
    spread or (anti-)affinity), or not tolerating a startup taint — are left to kube-scheduler,
-   which sees the new nodes; with `bind_pods` off it binds them all.
+   which sees the new nodes; with `bind_pods` off it binds them all. Each such pod is told where
+   karpy expects it, `status.nominatedNodeName` (`nominations.py`: for a held node when it is
+   released), so kube-scheduler keeps that room for it instead of giving it to the next pod.
    A pass's nodes are launched in parallel (`launch_workers`), as Karpenter launches a batch's
    machines, so the cloud provider can merge identical launches into one call (CreateFleet,
    `cloudprovider/batcher.py`): every instance of the pass is created first, identical requests
@@ -64,7 +66,7 @@ from controller.decisions import (
 from controller.events import EventRecorder
 from controller.kube.client import Kube
 from controller.kube.errors import ConflictError, KubeError, NotFoundError
-from controller.kube.resources import NODES
+from controller.kube.resources import NODES, PODS
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
@@ -72,6 +74,7 @@ from controller.provisioning.launcher import Launcher, LaunchError, LaunchResult
 from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.provisioning.nodetemplates import instance_types_for
+from controller.provisioning.nominations import NOMINATIONS_PER_PASS, Nomination, nominations, status_patch
 from controller.provisioning.spreadpin import Pinner
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import NewNode, PodRequest, SchedulingResult, SchedulingSettings
@@ -110,6 +113,8 @@ class ProvisioningPass:
     failed: dict[str, str] = field(default_factory=dict)
     deferred: dict[str, str] = field(default_factory=dict)  # pod → why its launch waits (cloud throttled)
     unschedulable: dict[str, str] = field(default_factory=dict)
+    nominated: dict[str, str] = field(default_factory=dict)  # pod → node written as its nomination ("": cleared)
+    nomination_writes: int = 0  # attempted, successful or not (bounded a pass)
 
 
 class ProvisioningController:
@@ -219,7 +224,8 @@ class ProvisioningController:
             if key in pending and told < FAILED_SCHEDULING_EVENTS_PER_PASS:
                 told += self.recorder.publish(events.failed_scheduling(pending[key], why))
         self._launch_all(snap, result, pending, outcome)
-        self._bind_existing(snap, result, pending, outcome)
+        planned = self._bind_existing(snap, result, pending, outcome)
+        self._nominate(planned, outcome, clear_stale=True)
         return outcome
 
     def _launch_all(
@@ -228,6 +234,7 @@ class ProvisioningController:
         usage = {name: snap.provisioner_usage(name) for name in snap.provisioners}
         nominated_events = 0
         held: list[tuple[str, tuple[str, ...]]] = []
+        free: list[tuple[str, str]] = []  # (pod, node) planned onto a node launched without a hold
         pins: list[tuple[PodView, Mapping[str, str]]] = []
         for name in snap.provisioners:
             usage.setdefault(name, {})
@@ -311,14 +318,23 @@ class ProvisioningController:
                 nominated_events += 1
             labels = (launched.node.get("metadata") or {}).get("labels") or {}
             pins += [(pending[k], labels) for k in pod_keys if k in pending and pending[k].topology_gated]
+            mine = tuple(k for k in pod_keys if k in pending)
             if self.settings.bind_pods:
-                held.append((launched.node_name, tuple(k for k in pod_keys if k in pending)))
+                held.append((launched.node_name, mine))
+            else:  # not held: kube-scheduler binds every pod, told where karpy expects it
+                free += [(key, launched.node_name) for key in mine]
         self._pin(pins)  # every planned node exists now: its domain is decided
+        self._nominate(free, outcome)
         if held:
-            # Bind against the cluster as it is now, not as the plan saw it; then release every
-            # held node at once, so kube-scheduler sees all the batch's new domains together.
+            # Bind against the cluster as it is now, not as the plan saw it; then tell
+            # kube-scheduler where the pods karpy did not bind are expected (not before: tried on
+            # a held node, a pod fails and kube-scheduler clears its nomination) and release
+            # every held node at once, so kube-scheduler sees all the batch's new domains together.
             ctx = BindContext.of(self.state.snapshot(), snap.daemonset_pods)
-            outcome.bound += self._bind(ctx, dict(held))
+            bound = self._bind(ctx, dict(held))
+            outcome.bound += bound
+            done = set(bound)
+            self._nominate([(k, node) for node, keys in held for k in keys if k not in done], outcome)
             for node_name, _ in held:
                 self._release(node_name)
 
@@ -333,11 +349,12 @@ class ProvisioningController:
 
     def _bind_existing(
         self, snap: Snapshot, result: SchedulingResult, pending: dict[str, PodView], outcome: ProvisioningPass
-    ) -> None:
+    ) -> list[tuple[str, str]]:
         """Pods planned onto existing nodes are nominated, not bound: those nodes are not held, so
         kube-scheduler (which binds there on its own) decides, and no two binders race. Gated
-        pods are pinned to the node's domains (`spreadpin.py`)."""
+        pods are pinned to the node's domains (`spreadpin.py`). Returns (pod, node) to nominate."""
         pins: list[tuple[PodView, Mapping[str, str]]] = []
+        planned: list[tuple[str, str]] = []
         for node_name, keys in result.existing_assignments.items():
             node = snap.nodes.get(node_name)
             if node is None or node.marked_for_deletion:
@@ -349,7 +366,42 @@ class ProvisioningController:
                     Decision(self.name, NOMINATED, f"pod/{key}", why, extra={"node": node_name}), log=False
                 )
             pins += [(pending[k], node.labels) for k in keys if k in pending and pending[k].topology_gated]
+            planned += [(k, node_name) for k in keys if k in pending]
         self._pin(pins)
+        return planned
+
+    def _nominate(
+        self, planned: Sequence[tuple[str, str]], outcome: ProvisioningPass, clear_stale: bool = False
+    ) -> None:
+        """Write the nominations `nominations.py` decides for `planned` (pod, node) against the
+        cluster as it is now (and with `clear_stale` the stale ones' clearing), in parallel;
+        at most `NOMINATIONS_PER_PASS` writes a pass."""
+        room = NOMINATIONS_PER_PASS - outcome.nomination_writes
+        if room <= 0 or (not planned and not clear_stale):
+            return
+        todo = nominations(self.state.snapshot(), planned, room, clear_stale)
+        outcome.nomination_writes += len(todo)
+        written = 0
+        for n, ok in zip(todo, self._pool.map(self._write_nomination, todo), strict=True):
+            if ok:
+                outcome.nominated[n.pod.key] = n.node
+                written += 1
+        if todo:
+            log.info("nominations for kube-scheduler: %d of %d written", written, len(todo))
+
+    def _write_nomination(self, n: Nomination) -> bool:
+        pod = n.pod
+        try:
+            updated = self.kube.patch(
+                PODS, pod.name, status_patch(pod, n.node), namespace=pod.namespace, subresource="status"
+            )
+        except (ConflictError, NotFoundError):
+            return False  # changed (bound, say) or gone meanwhile: the next pass decides again
+        except (KubeError, OSError) as err:
+            log.warning("nominating pod %s to node %r: %s", pod.key, n.node, err)
+            return False
+        self.state.apply(PODS.name, "MODIFIED", updated)
+        return True
 
     def _pin(self, pins: Sequence[tuple[PodView, Mapping[str, str]]]) -> None:
         """Lift the topology gate of each pod with its node's domains pinned, in parallel."""

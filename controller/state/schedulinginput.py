@@ -18,6 +18,7 @@ Volumes: the snapshot's claims, volumes, classes and CSINode limits (`Snapshot.v
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -97,7 +98,26 @@ def provisioning_input(
     """A provisioning pass's input: the pending pods, then the rescheduled ones, onto every node.
     A marked node keeps the pods being placed again: the solve takes no room for them there but
     counts them for topology until it places them (as kube-scheduler counts them until they are
-    evicted; `scheduling/topology.py`), after every pending pod."""
+    evicted; `scheduling/topology.py`), after every pending pod. A pending pod nominated to a
+    node (`status.nominatedNodeName`: by kube-scheduler's preemption or by karpy,
+    `provisioning/nominations.py`) counts on that node, room and topology, as kube-scheduler
+    reserves it there."""
     pods = [p.request for p in (*found.pending, *found.rescheduled) if p.request is not None]
-    nodes = [node.state_node() for node in snap.nodes.values()]
+    nominated = nominated_requests(snap)
+    nodes = []
+    for node in snap.nodes.values():
+        state_node = node.state_node()
+        if node.name in nominated and not node.marked_for_deletion:  # a marked node's: cleared, placed again
+            state_node = dataclasses.replace(state_node, pods=(*state_node.pods, *nominated[node.name]))
+        nodes.append(state_node)
     return scheduling_input(snap, pods, nodes, instance_types, settings)
+
+
+def nominated_requests(snap: Snapshot) -> dict[str, list[PodRequest]]:
+    """Node name → the pending pods nominated to it (not bound, not deleting, not terminal)."""
+    out: dict[str, list[PodRequest]] = {}
+    for pod in snap.pods.values():
+        live = not pod.node_name and not pod.deleting and not pod.terminal
+        if pod.nominated_node_name and live and pod.request is not None:
+            out.setdefault(pod.nominated_node_name, []).append(pod.request)
+    return out

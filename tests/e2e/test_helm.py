@@ -410,13 +410,14 @@ WEBAPP_MAY_NOT = [
     ("create", "provisioners.karpenter.sh", ""), ("update", "provisioners.karpenter.sh", ""),
     ("delete", "provisioners.karpenter.sh", ""), ("create", "nodes", ""), ("delete", "nodes", ""),
     ("patch", "nodes", ""), ("create", "pods", ""), ("delete", "pods", ""), ("create", "pods:eviction", ""),
-    ("create", "deployments.apps", ""), ("update", "configmaps", ""), ("update", "leases.coordination.k8s.io", ""),
+    ("patch", "pods:status", ""), ("create", "deployments.apps", ""), ("update", "configmaps", ""),
+    ("update", "leases.coordination.k8s.io", ""),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io", ""), ("escalate", "clusterroles", ""),
 ]  # fmt: skip
 CONTROLLER_MAY = [
     ("create", "nodes", ""), ("delete", "nodes", ""), ("get", "nodes", ""), ("create", "pods:eviction", ""),
     ("create", "pods:binding", ""), ("list", "provisioners.karpenter.sh", ""),
-    ("patch", "provisioners.karpenter.sh:status", ""), ("patch", "pods", ""),
+    ("patch", "provisioners.karpenter.sh:status", ""), ("patch", "pods", ""), ("patch", "pods:status", ""),
     ("watch", "persistentvolumeclaims", ""), ("list", "persistentvolumes", ""),
     ("watch", "storageclasses.storage.k8s.io", ""), ("list", "csinodes.storage.k8s.io", ""),
     ("update", "leases.coordination.k8s.io", "karpy-controller"),

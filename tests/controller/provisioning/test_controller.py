@@ -486,3 +486,95 @@ def test_identical_launches_reach_the_cloud_together_however_the_plan_orders_the
     # calls of one launch each, as the plan's alternating order would make
     assert cloud.calls == {"create_fleet": 4}
     assert len(cloud.list()) == 6 and len(env.kube.items(NODES)) == 6
+
+
+# -- nominations for kube-scheduler (issue 21; nominations.py) -----------------------------------
+
+
+def nomination(env: Env, pod: str) -> str:
+    return str(env.kube.get(PODS, pod, "default")["status"].get("nominatedNodeName") or "")
+
+
+def free_spread_pod(name: str, cpu: str = "500m") -> dict[str, Any]:
+    """A zonal-spread pod without karpy's gate: karpy plans it, kube-scheduler binds it."""
+    return make_pod(name, cpu=cpu, labels={"app": "s"}, tolerations=TOLERATE, topologySpreadConstraints=ZONE_SPREAD)
+
+
+def test_a_spread_pod_karpy_does_not_bind_is_nominated_to_its_new_node_just_before_the_release() -> None:
+    env = make_env(startupTaints=[])
+    env.kube.put(PODS, free_spread_pod("s0"))
+    env.kube.put(PODS, make_pod("plain", cpu="500m", tolerations=TOLERATE))
+    outcome = env.run_batch()
+    assert isinstance(outcome, ProvisioningPass)
+    (node,) = [n["metadata"]["name"] for n in env.kube.items(NODES)]
+    assert env.kube.bindings == [("default/plain", node)]  # bound by karpy: nothing to nominate
+    assert nomination(env, "s0") == node and nomination(env, "plain") == ""
+    assert outcome.nominated == {"default/s0": node}
+    writes = [(c[1][0], c[1][2]) for c in env.kube.calls if c[0] == "patch"]
+    assert writes.index(("pods", "status")) < writes.index(("nodes", None))  # nominated, then uncordoned
+
+
+def test_a_nominated_pod_is_not_provisioned_for_again_and_its_room_stays_its_own() -> None:
+    env = make_env(startupTaints=[])
+    env.kube.put(PODS, free_spread_pod("s0", cpu="1500m"))
+    env.run_batch()
+    (node,) = env.kube.items(NODES)
+    env.kube.put(PODS, make_pod("later", cpu="1500m", tolerations=TOLERATE))  # would fit in s0's room
+    env.clock.step(10)
+    env.run_batch()
+    assert len(env.kube.items(NODES)) == 2  # s0 waits for kube-scheduler: `later` gets a node of its own
+    assert ("default/later", node["metadata"]["name"]) not in env.kube.bindings
+
+
+def test_a_pod_that_does_not_tolerate_a_startup_taint_is_nominated_to_its_node() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.run_batch()
+    (node,) = env.kube.items(NODES)
+    assert nomination(env, "p0") == node["metadata"]["name"]
+
+
+def test_a_pod_planned_onto_an_existing_node_is_nominated_there() -> None:
+    env = make_env()
+    env.kube.put(NODES, make_node("existing", cpu="4"))
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.run_batch()
+    assert [n["metadata"]["name"] for n in env.kube.items(NODES)] == ["existing"]
+    assert nomination(env, "p0") == "existing" and env.kube.bindings == []
+
+
+def test_with_binding_off_every_planned_pod_is_nominated_to_its_new_node() -> None:
+    env = make_env(bind=False, startupTaints=[])
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.run_batch()
+    (node,) = env.kube.items(NODES)
+    assert "unschedulable" not in node["spec"] and nomination(env, "p0") == node["metadata"]["name"]
+
+
+def test_a_refused_nomination_changes_nothing_and_the_next_pass_writes_it() -> None:
+    from controller.kube.errors import ConflictError
+
+    env = make_env()
+    env.kube.put(NODES, make_node("existing", cpu="4"))
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.kube.fail_next["patch"] = ConflictError("the object has been modified", 409)
+    outcome = env.run_batch()
+    assert isinstance(outcome, ProvisioningPass) and outcome.nominated == {}
+    assert nomination(env, "p0") == ""
+    env.clock.step(10)
+    env.run_batch()
+    assert nomination(env, "p0") == "existing" and len(env.kube.items(NODES)) == 1
+
+
+def test_a_nomination_to_a_node_that_is_gone_is_cleared_and_the_pod_provisioned_for() -> None:
+    env = make_env(startupTaints=[])
+    pod = make_pod("p0", tolerations=TOLERATE)
+    pod["status"]["nominatedNodeName"] = "gone"
+    env.kube.put(PODS, pod)
+    env.kube.put(PODS, make_pod("other", tolerations=TOLERATE))  # opens the batch
+    env.run_batch()
+    assert nomination(env, "p0") == ""
+    env.clock.step(10)
+    env.run_batch()  # provisioned for again: the room left on the node `other` got
+    (node,) = env.kube.items(NODES)
+    assert nomination(env, "p0") == node["metadata"]["name"]

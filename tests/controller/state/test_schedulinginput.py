@@ -71,3 +71,16 @@ def test_daemonsets_are_converted_once_until_one_changes() -> None:
     state.replace(DAEMONSETS.name, [daemonset("ds", cpu="200m", rv="2")])
     assert [p.requests["cpu"] for p in state.snapshot().daemonset_pods] == [200]
     assert scheduling_input(state.snapshot(), [], []).daemonsets == state.snapshot().daemonset_pods
+
+
+def test_a_pending_pod_nominated_to_a_node_counts_there_as_kube_scheduler_reserves_it() -> None:
+    nominated = make_pod("nominated", cpu="1")
+    nominated["status"]["nominatedNodeName"] = "staying"
+    elsewhere = make_pod("to-a-node-that-is-gone")
+    elsewhere["status"]["nominatedNodeName"] = "gone"
+    state = state_of({PODS.name: [make_pod("pending"), nominated, elsewhere], NODES.name: [make_node("staying")]})
+    snap = state.snapshot()
+    found = provisionable(snap)
+    assert [p.key for p in found.pending] == ["default/pending"]  # a nominated pod waits for kube-scheduler
+    (node,) = provisioning_input(snap, found, {}).nodes
+    assert [p.key for p in node.pods] == ["default/nominated"]

@@ -1,0 +1,161 @@
+"""Telling kube-scheduler where karpy expects a pod it leaves to it: `status.nominatedNodeName`.
+
+Why (issue 21). A pod karpy plans onto a node but does not bind itself (`bindcheck.refusal`: a
+zonal spread or (anti-)affinity across nodes, a claim still to bind, a startup taint, …; or any
+pod planned onto an existing node, or every pod with `bind_pods` off) is left to kube-scheduler.
+Once the node is released, kube-scheduler fills its room with whatever pods come first in its
+queue — thousands of new pods in a large scale-up — and the pod karpy launched the node for
+fails again, is planned again and another node is launched for it. The mechanism KEP-5278
+("NominatedNodeName for an expected pod placement") describes for autoscalers fixes that:
+karpy writes the node it planned into the pod's `status.nominatedNodeName` (pods/status).
+
+What kube-scheduler does with it (read in kube-scheduler v1.33's source, the version of the
+local control plane): the scheduling queue's nominator takes a nomination set by anyone from the
+pod informer (`backend/queue/nominator.go`: an update with mode Noop records
+`pod.Status.NominatedNodeName`, unless the pod is bound); every pod of equal or lower priority
+is filtered against that node with the nominated pods' requests and topology added
+(`RunFilterPluginsWithNominatedPods`), so the room stays the nominated pod's; and the nominated
+pod tries that node first (`schedule_one.go` `evaluateNominatedNode`; a node missing from its
+cache is only logged there, then every node is tried). An attempt that fails with no preemption
+candidate clears the nomination (DefaultPreemption's PostFilter answers node "", written back to
+the pod), so a stale one cleans itself up at the pod's next attempt.
+
+When. A held node (created cordoned, `nodes.py`) fails every pod tried on it
+(NodeUnschedulable), and that failure would clear the nomination at once: so the pods of a new
+node are nominated when karpy releases it — after its own bindings, just before the uncordon,
+the event that sends those pods back to kube-scheduler's queue. Pods planned onto a node that is
+not held (existing room, in-flight nodes, or `bind_pods` off) are nominated in the pass.
+
+The rule (`nominations`, pure):
+- a pod is nominated only while pending (not bound by anyone, not deleting, not terminal, not
+  gated) and only onto a node that exists in the snapshot, not being deleted or marked for
+  deletion; and only when its nomination differs from what is there (no write otherwise);
+- kube-scheduler counts the pods nominated to the node it evaluates as if they ran there, for
+  resources and for topology. So two pods of one zonal spread (DoNotSchedule, maxSkew 1)
+  nominated to the same node make each other fail there. At most `maxSkew` pods of each such
+  group (namespace, selector, key) are nominated per node — counting those already nominated
+  there — unless the pod's own node selector fixes the key (a pod pinned by karpy's topology
+  gate, `spreadpin.py`: only its own domain counts, so any number fit); at most one per node of
+  each required anti-affinity term off the hostname. The others are left as before;
+- a pending pod whose nomination names a node that is gone, being deleted or marked for
+  deletion has it cleared (kube-scheduler clears one only at the pod's next failed attempt,
+  which may be minutes away), so it is provisioned for again;
+- at most `NOMINATIONS_PER_PASS` writes a pass (plan order), like the FailedScheduling events.
+
+A nominated pod is not provisionable (Karpenter's rule for a preempting pod, `PodView.provisionable`)
+until kube-scheduler binds it or clears the nomination, so karpy does not launch for it again;
+its requests and labels count on its nominated node in the next passes' plans
+(`state/schedulinginput.py`), as kube-scheduler reserves them. The writes (`Nominator`) go to
+the pods/status subresource (`status_patch`, a merge patch guarded by the pod's resourceVersion;
+written by the provisioning controller): a conflict or an error changes nothing and the next pass
+decides again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from controller.core.labels import HOSTNAME
+from controller.scheduling.types import LabelSelector, PodRequest
+from controller.state.snapshot import PodView, Snapshot
+
+NOMINATIONS_PER_PASS = 500
+DO_NOT_SCHEDULE = "DoNotSchedule"
+
+
+@dataclass(frozen=True)
+class Nomination:
+    """Write `node` into the pod's `status.nominatedNodeName` ("" clears it)."""
+
+    pod: PodView
+    node: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """Pods whose nominations to one node count against each other in kube-scheduler's filter:
+    those `selector` selects in `namespaces` (all when `all_namespaces`), at most `cap` a node."""
+
+    namespaces: frozenset[str]
+    all_namespaces: bool
+    selector: LabelSelector | None
+    key: str
+    cap: int
+
+    def selects(self, pod: PodRequest) -> bool:
+        if self.selector is None or (not self.all_namespaces and pod.namespace not in self.namespaces):
+            return False
+        return self.selector.matches(pod.labels)
+
+
+def groups(pod: PodRequest) -> tuple[Group, ...]:
+    """The groups capping this pod's nominations: its DoNotSchedule spreads off the hostname
+    whose key its node selector does not fix (cap maxSkew), its required anti-affinity terms off
+    the hostname (cap 1)."""
+    out = [
+        Group(frozenset({pod.namespace}), False, c.selector, c.topology_key, max(c.max_skew, 1))
+        for c in pod.topology_spread
+        if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME
+        and c.topology_key not in pod.node_selector
+    ]  # fmt: skip
+    out += [
+        Group(t.namespaces, t.namespace_selector is not None, t.selector, t.topology_key, 1)
+        for t in pod.pod_anti_affinity
+        if t.topology_key != HOSTNAME
+    ]
+    return tuple(out)
+
+
+def _nominable(pod: PodView | None) -> bool:
+    return (
+        pod is not None and pod.request is not None and not pod.node_name and not pod.deleting
+        and not pod.terminal and not pod.scheduling_gates
+    )  # fmt: skip
+
+
+def _node_ok(snap: Snapshot, name: str) -> bool:
+    node = snap.nodes.get(name)
+    return node is not None and not node.deleting and not node.marked_for_deletion
+
+
+def nominations(
+    snap: Snapshot, planned: Iterable[tuple[str, str]], limit: int = NOMINATIONS_PER_PASS, clear_stale: bool = True
+) -> list[Nomination]:
+    """The nominations to write for `planned` (pod key, node), in that order, then (with
+    `clear_stale`) the stale ones to clear; at most `limit` in all. Pure."""
+    out: list[Nomination] = []
+    there: dict[str, list[PodRequest]] = {}  # node → pods nominated to it (the snapshot's, then ours)
+    for view in snap.pods.values():
+        if view.nominated_node_name and _nominable(view) and view.request is not None:
+            there.setdefault(view.nominated_node_name, []).append(view.request)
+    for key, node in planned:
+        if len(out) >= limit:
+            return out
+        pod = snap.pods.get(key)
+        if pod is None or not _nominable(pod) or pod.request is None:
+            continue
+        if pod.nominated_node_name == node or not _node_ok(snap, node):
+            continue
+        others = [p for p in there.get(node, ()) if p.key != key]
+        if any(sum(1 for o in others if g.selects(o)) >= g.cap for g in groups(pod.request)):
+            continue
+        out.append(Nomination(pod, node))
+        there.setdefault(node, []).append(pod.request)
+    for view in snap.pods.values() if clear_stale else ():
+        if len(out) >= limit:
+            break
+        if view.nominated_node_name and _nominable(view) and not _node_ok(snap, view.nominated_node_name):
+            out.append(Nomination(view, ""))
+    return out
+
+
+def status_patch(pod: PodView, node: str) -> dict[str, Any]:
+    """The merge patch of pods/status setting (or, with "", removing) the nomination, valid only
+    against the pod's current resourceVersion."""
+    patch: dict[str, Any] = {"status": {"nominatedNodeName": node or None}}
+    rv = (pod.obj.get("metadata") or {}).get("resourceVersion")
+    if rv:
+        patch["metadata"] = {"resourceVersion": rv}
+    return patch
