@@ -226,7 +226,11 @@ class Inputs:
             throttle, or there is none yet; a pod found unschedulable, whose launch failed, or
             ignored does not hold consolidation back (an impossible pod never blocks it forever);
         (c) nodes karpy launched not yet initialized or still held for binding (`BINDING_HOLD`),
-            not being deleted: pods are about to land on them.
+            not being deleted: pods are about to land on them;
+        (d) pending pods nominated to a node (`status.nominatedNodeName`, which karpy writes for
+            the pods it leaves to kube-scheduler, `provisioning/nominations.py`): kube-scheduler
+            keeps that room for them (a nomination ends with the pod's binding or its next failed
+            attempt, and karpy clears one naming a node that is gone).
         The reason says which, how many, and names the oldest pod or first node."""
         if self.queued:
             oldest = min(self.queued, key=lambda p: (p.created, p.key))
@@ -247,6 +251,13 @@ class Inputs:
             return (
                 f"scale-up under way: {len(arriving)} node(s) karpy launched not yet initialized or held for "
                 f"binding (the first {node.name}: {state})"
+            )
+        nominated = [p for p in self.state.pods.values() if p.nominated_node_name and _pending(p)]
+        if nominated:
+            pod = min(nominated, key=lambda p: (p.created, p.key))
+            return (
+                f"scale-up under way: {len(nominated)} pending pod(s) nominated to a node for kube-scheduler "
+                f"(the oldest {pod.key}: to {pod.nominated_node_name})"
             )
         return ""
 
@@ -273,6 +284,10 @@ consolidation back (`Inputs.scale_up`)."""
 # How long a node not yet initialized counts as arriving (Karpenter's registration TTL for a
 # Machine, 15 min): one that never initializes must not hold consolidation back forever.
 ARRIVAL_SECONDS = 15 * 60.0
+
+
+def _pending(pod: PodView) -> bool:
+    return not pod.node_name and not pod.deleting and not pod.terminal
 
 
 def _arriving(node: NodeView, now: float) -> bool:

@@ -367,6 +367,17 @@ def test_a_node_held_for_binding_holds_consolidation() -> None:
     assert decision.waiting.endswith("(the first held: held for binding)")
 
 
+def test_a_pending_pod_nominated_to_a_node_holds_consolidation() -> None:
+    """karpy nominated it for kube-scheduler (`provisioning/nominations.py`): no longer
+    provisionable, but its room on that node is about to be taken."""
+    nominated = dataclasses.replace(make_pod("new", cpu=0.5), nominated_node_name="n2")
+    decision = _pass(make_inputs(_consolidatable(), ALL_ON, pending=[nominated]))
+    assert decision.pending is None and decision.execute is None
+    assert decision.waiting == (
+        "scale-up under way: 1 pending pod(s) nominated to a node for kube-scheduler (the oldest default/new: to n2)"
+    )
+
+
 def test_emptiness_and_expiration_still_act_during_a_scale_up() -> None:
     provs = [make_provisioner(ttl_empty=5), make_provisioner("x", ttl_expired=100)]
     stamped = {L.EMPTINESS_TIMESTAMP: "2024-01-01T00:00:00Z"}
