@@ -33,7 +33,9 @@ the seconds until half and all of those pods got there, and the rate over the mi
 them — and the CPU seconds each process (the controller, etcd, kube-apiserver, kube-scheduler,
 kube-controller-manager, kwok) spent until all pods were Running. `--running-timeout` caps the
 wait for Running (then the Running share reached is reported and the scale-downs are skipped);
-`--settle-timeout` caps each scale-down's wait; `--no-scale-down` stops at all Running. `--out
+`--settle-timeout` caps each scale-down's wait; `--no-scale-down` stops at all Running;
+`--webhooks` runs karpy with its webhook server registered as the chart installs it (its pod
+webhook gates the zonal-spread pods, which karpy then pins to their zone: issue 17). `--out
 DIR` keeps each run's result, stage times, the controller's log, its and the apiserver's /metrics
 at all-Running and, with `--py-spy BIN`, a py-spy profile (raw collapsed stacks) of karpy's
 controller over the same span.
@@ -45,6 +47,7 @@ import argparse
 import json
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -343,10 +346,32 @@ class Karpy:
     node_label = L.PROVISIONER_NAME
     requests_metric = "rest_client_requests_total"
 
-    def __init__(self, catalog_file: Path) -> None:
-        self.catalog_file = catalog_file
+    def __init__(self, catalog_file: Path, webhooks: bool = False) -> None:
+        self.catalog_file, self.webhooks = catalog_file, webhooks
+        self.webapp: procs.Proc | None = None
+
+    def start_webhooks(self, cluster: LocalCluster, work: Path) -> None:
+        """`karpy webapp` over TLS with karpy's webhooks registered, as the Helm chart installs
+        them (the pod webhook gates the zonal-spread pods: `controller/apis/podgate.py`)."""
+        certs, karpy = work / "certs", [sys.executable, "-m", "karpy"]
+        subprocess.run([*karpy, "certs", "generate", "--dir", str(certs), "--host", "127.0.0.1"],
+                       check=True, capture_output=True, cwd=REPO)  # fmt: skip
+        port = procs.free_port()
+        argv = [*karpy, "webapp", "--cert-dir", str(certs), "--port", str(port), "--host", "127.0.0.1"]
+        self.webapp = procs.start("karpy-webapp", argv, work, die_with_parent=True, cwd=REPO)
+        url = f"https://127.0.0.1:{port}"
+        ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+        procs.wait_until("karpy webapp /healthz", lambda: probes.ok(url + "/healthz", ctx), 60, [self.webapp])
+        cluster.install_webhooks(url, (certs / "ca.crt").read_bytes())
+
+    def stop(self) -> None:
+        if self.webapp is not None:
+            procs.stop(self.webapp)
+            self.webapp = None
 
     def start(self, cluster: LocalCluster, work: Path) -> tuple[procs.Proc, int]:
+        if self.webhooks:
+            self.start_webhooks(cluster, work)
         port = procs.free_port()
         argv = [
             sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(cluster.kubeconfig),
@@ -459,6 +484,8 @@ def run(
         ctrl, port = auto.start(cluster, work)
         try:
             result: dict[str, Any] = {"autoscaler": auto.name, "pods": total}
+            if isinstance(auto, Karpy) and auto.webhooks:
+                result["webhooks"] = True  # zonal-spread pods gated and pinned by karpy's pod webhook
             requests0 = apiserver_requests(cluster)
             cpu0 = process_cpu(cluster, ctrl)
             progress = PodProgress(kube, names)
@@ -539,6 +566,8 @@ def run(
             return result
         finally:
             procs.stop(ctrl)
+            if isinstance(auto, Karpy):
+                auto.stop()
             if opts.out:  # the controller's log, kept with the run's figures
                 shutil.copyfile(ctrl.log, opts.out / f"{auto.name.lower()}-{pods}.controller.log")
     finally:
@@ -618,6 +647,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-scale-down", action="store_true", help="stop once all are Running (or the cap)")
     parser.add_argument("--out", type=Path, help="directory for each run's result, stage times and /metrics")
     parser.add_argument("--py-spy", help="py-spy binary: profile karpy's controller until all Running (needs --out)")
+    parser.add_argument(
+        "--webhooks", action="store_true", help="karpy with its webhooks registered, as the chart installs it"
+    )
     args = parser.parse_args(argv)
     opts = Options(args.quiet, args.running_timeout, args.settle_timeout, args.out, args.py_spy, not args.no_scale_down)
     if opts.out:
@@ -631,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
         catalog_file.write_text(json.dumps(catalog))
         autos: list[Autoscaler] = []
         if args.only in (None, "karpy"):
-            autos.append(Karpy(catalog_file))
+            autos.append(Karpy(catalog_file, args.webhooks))
         if args.only in (None, "karpenter"):
             autos.append(Karpenter(kwok_binary(), module_dir))
         results = []
