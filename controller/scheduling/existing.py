@@ -5,7 +5,7 @@ creation-time-then-name order: its class (taints, label requirements), what its 
 plus the DaemonSet pods a node that takes pods still lacks, what it offers, its pod count, host
 ports, and its bound pods and labels for topology — with the pods of the batch still bound to it
 (a node being deleted whose pods are placed again), which topology counts where they are until
-the solve takes them up, as kube-scheduler counts them until they are evicted (issue 21).
+the solve places them, as kube-scheduler counts them until they are evicted (issue 21).
 `Rows.build` computes them for a node list.
 
 A deprovisioning pass simulates hundreds of node sets, each its remaining nodes less a candidate
@@ -114,8 +114,8 @@ class Rows:
     pod_rows: Mapping[str, int]  # bound pod key → row
     moving: Mapping[str, int] = field(default_factory=dict)
     """Batch pod key → the row it is still bound to (a pod of a node being deleted, which the solve
-    places again): topology counts it there until the solve takes it up (`Topology.lift`), as
-    kube-scheduler counts it until it is evicted."""
+    places again): topology counts it there until the solve places such pods (`Topology.lift`),
+    as kube-scheduler counts it until it is evicted."""
     group_counts: dict[Hashable, np.ndarray] = field(default_factory=dict)
     """Per topology group key: `selected(group)` (a cache, filled by solves)."""
     label_domains: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict)

@@ -4,8 +4,8 @@ Internal to `scheduler.schedule()`; pure. Set-up follows spec §5.3 (provisioner
 name, daemonset overhead per provisioner, remaining limits counting existing nodes, topology
 over the batch). For each pod, in the queue order of spec §5.4 (karpy: pods whose own node
 selector fixes a spread's domain first, `_spread_fixed`; pods still bound to a node being deleted
-last — pending pods are bound now, those only once evicted — counted on that node until then,
-`Topology.lift`):
+last — pending pods are bound now, those only once evicted — counted on their nodes until the
+first of them is placed, `Topology.lift`):
 1. existing nodes in their given order (creation time, then name) — first that accepts wins;
 2. nodes opened earlier in this solve, fewest pods first (ties: oldest) — first that accepts;
 3. a new node from the first provisioner (weight order) whose template, topology, limits and
@@ -229,7 +229,7 @@ class Solver:
         self.failed = sorted(failed.values(), key=lambda s: s.index)
 
     def add(self, ps: PodState) -> bool:
-        if self.topology.lift(ps):  # a pod of a node being deleted, counted there until now
+        if self.topology.moving(ps.pod.key) and self.topology.lift():  # the first pod of a node being deleted
             self.version += 1
         groups = self.topology.constraining(ps)
         host = [g for g in groups if g.host] if groups else groups

@@ -9,9 +9,11 @@ Inverse groups carry required anti-affinity of already-bound pods and of batch p
 also stays away from pods that are anti-affine to it.
 
 Pods of the batch still bound to an existing node (a node being deleted: provisioning places its
-pods again) are counted on that node, as kube-scheduler counts them until they are evicted, and
-taken off it when the solve takes them up (`lift`; karpy decision, issue 21 — Karpenter leaves
-them out of every count, so a pod kube-scheduler refuses beside a long drain looked placeable).
+pods again) are counted on that node, as kube-scheduler counts them until they are evicted, while
+the pending pods are placed; then all of them are taken off their nodes together before the first
+of them is placed (`lift`: termination evicts a pass's nodes at once, so their replacements see
+none of them). karpy decision, issue 21 — Karpenter leaves them out of every count, so a pod
+kube-scheduler refuses beside a long drain looked placeable.
 
 Karpenter's random tie-breaks become deterministic: domains are visited in sorted order.
 karpy decisions: when a node's requirement on a key is not a concrete set (e.g. zone not yet
@@ -152,7 +154,8 @@ class Topology:
         self._cluster_counts: ClusterCounts | None = None
         self._cluster_domains: ClusterDomains | None = None
         self._moving: dict[str, int] = {}  # batch pod key → the existing node it is still counted on
-        self._lifted: list[tuple[PodRequest, int]] = []  # moving pods taken up, and the node they left
+        self._moving_states: list[PodState] = []  # those pods' states, once `update` has seen them
+        self._lifted: list[tuple[PodRequest, int]] = []  # moving pods taken off, and the node each left
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -170,7 +173,7 @@ class Topology:
         `counts(key, group)`: per node, how many of its pods the group selects (0 where its node
         filter excludes the node); `domains(label)`: per node, the index of its value of that
         label in the list returned with them (-1: none) — `existing.py` keeps both. `moving`:
-        the batch pods among them (key → node), counted there until `lift`ed."""
+        the batch pods among them (key → node), counted there until `lift`."""
         assert not self._cluster, "the existing nodes are added once"
         self._cluster = nodes
         self._cluster_counts = counts
@@ -232,6 +235,8 @@ class Topology:
     def update(self, ps: PodState, first: bool = False) -> None:
         """(Re)compute the groups a pod owns from its current constraints."""
         pod = ps.pod
+        if first and self._moving and pod.key in self._moving:
+            self._moving_states.append(ps)
         if first and not (ps.spread or pod.pod_affinity or ps.preferred_affinity or pod.pod_anti_affinity
                           or ps.preferred_anti):  # fmt: skip
             return  # owns nothing (most pods)
@@ -267,18 +272,22 @@ class Topology:
         """Whether the batch pod is still counted on the existing node it is bound to."""
         return key in self._moving
 
-    def lift(self, ps: PodState) -> bool:
-        """Take a moving pod off the node it is still counted on, before the solve places it
-        (as kube-scheduler stops counting a pod once it is evicted); False if it was not moving."""
-        node_index = self._moving.pop(ps.pod.key, None)
-        if node_index is None:
+    def lift(self) -> bool:
+        """Take every moving pod off the node it is still counted on, before the first of them is
+        placed (their nodes are drained together: each replacement sees none of them); False if
+        there were none left."""
+        if not self._moving:
             return False
-        self._lifted.append((ps.pod, node_index))
-        for group in self.counting(ps):
-            self._uncount(group, node_index)
-        _, labels, name = self._cluster[node_index]
-        for group in self._owned_inverse.get(ps.index, ()):
-            self._record_node(group, node_index, self._node_requirement(group.key, labels, name), True, -1)
+        for ps in self._moving_states:
+            node_index = self._moving[ps.pod.key]
+            self._lifted.append((ps.pod, node_index))
+            for group in self.counting(ps):
+                self._uncount(group, node_index)
+            _, labels, name = self._cluster[node_index]
+            for group in self._owned_inverse.get(ps.index, ()):
+                self._record_node(group, node_index, self._node_requirement(group.key, labels, name), True, -1)
+        self._moving.clear()
+        self._moving_states.clear()
         return True
 
     def _uncount(self, group: Group, node_index: int) -> None:

@@ -206,15 +206,16 @@ def test_the_pods_still_on_a_node_being_deleted_count_there_for_a_pending_pod() 
     assert not result.unschedulable
 
 
-def test_a_pod_of_a_node_being_deleted_is_counted_where_it_is_until_placed_then_where_it_goes() -> None:
-    """Pending pods first, against the count with the draining node's pods where they are (a = 2);
-    then each of those pods leaves zone a before it is placed: an even spread at the end, each
-    counted once (placed a second time in zone a, or counted there still, it would not be)."""
+def test_the_pods_of_a_node_being_deleted_count_there_for_pending_pods_then_move_together() -> None:
+    """Pending pods first, against the count with the draining node's pods where they are (a = 2:
+    b then); then those pods leave zone a together (their node drains at once) and are placed as
+    their replacements would be: an even spread at the end, each counted once (counted in zone a
+    still, or placed one at a time while the other still counted there, it would not be)."""
     old = [web("old-big", cpu="300m", node_name="going", spread=[spread(ZONE, WEB)]),
            web("old-small", cpu="200m", node_name="going", spread=[spread(ZONE, WEB)])]  # fmt: skip
     nodes = [draining(*old), room("test-zone-a"), room("test-zone-b"), room("test-zone-c")]
     result = run([web("new", spread=[spread(ZONE, WEB)]), *old], nodes=nodes)
-    assert [node_of(result, name) for name in ("new", "old-big", "old-small")] == ["room-b", "room-c", "room-a"]
+    assert [node_of(result, name) for name in ("new", "old-big", "old-small")] == ["room-b", "room-a", "room-c"]
     assert not result.new_nodes
 
 
