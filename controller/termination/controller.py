@@ -7,9 +7,9 @@ pods `terminator.drain_plan` names through the Eviction API, each with its own b
 (100 ms doubling to 10 s); an HTTP 429 (a PodDisruptionBudget forbids it now) is a
 `FailedDraining` event and a retry; do-not-evict pods are waited for. The nodes of a pass are
 drained together (`DRAIN_WORKERS` calls at once, as Karpenter's termination reconciles its nodes
-concurrently): first every node is cordoned, then every pod of every node is evicted, so a
-51-node consolidation is one drain of a few seconds' calls, not 51 drains one after another
-(issue 21: 5 minutes at 20,000 pods, kube-scheduler counting the pods still on the nodes
+concurrently): first every node is cordoned, then every pod of every node is evicted, then
+their `Evicted` events are written, so a 51-node consolidation is one drain, not 51 one after
+another (issue 21: 5 minutes at 20,000 pods, kube-scheduler counting the pods still on the nodes
 while karpy's plan had them moved); (3) when drained,
 `cloudprovider.delete` (already gone is fine) — the instances of every node drained in a pass
 at once, so the provider can merge them into one TerminateInstances; once the cloud refuses one
@@ -131,7 +131,9 @@ class TerminationController:
         plans = self._map(lambda node: self._cordoned(node, now, outcome), nodes)
         busy = [(node, plan) for node, plan in zip(nodes, plans, strict=True) if plan is not None and not plan.drained]
         evictions = [(node, pod) for node, plan in busy for pod in plan.evict]
-        self._map(lambda job: self._evict(*job, now, outcome), evictions)
+        evicted = self._map(lambda job: self._evict(*job, now, outcome), evictions)
+        # every eviction before any of their events: the pods leave at the pace of one call each
+        self._map(lambda pod: self.recorder.publish(events.evicted(pod)), [p for p in evicted if p is not None])
         gone = self._map(lambda job: self._blocked(*job, outcome), busy)
         waiting = {node.name for (node, _), done in zip(busy, gone, strict=True) if not done}
         return [node for node, plan in zip(nodes, plans, strict=True) if plan is not None and node.name not in waiting]
@@ -186,29 +188,30 @@ class TerminationController:
             return False
         return True
 
-    def _evict(self, node: NodeView, pod: PodView, now: float, outcome: TerminationPass) -> None:
-        """Evict the pod unless its backoff runs; a refusal backs it off (a PDB's 429: an event)."""
+    def _evict(self, node: NodeView, pod: PodView, now: float, outcome: TerminationPass) -> PodView | None:
+        """Evict the pod unless its backoff runs; the pod when this call evicted it (its `Evicted`
+        event is the caller's); a refusal backs it off (a PDB's 429: an event)."""
         next_try, delay = self._backoff.get(pod.key, (0.0, BACKOFF_MIN / 2))
         if now < next_try:
-            return
+            return None
         try:
             self.kube.evict(pod.namespace, pod.name)
         except NotFoundError:
             outcome.evicted.append(pod.key)
-            return
+            return None
         except TooManyRequestsError:
             self.recorder.publish(events.failed_draining(node, f"evicting pod {pod.key} violates a PDB"))
             why = f"evicting pod {pod.key} violates a PodDisruptionBudget; retrying"
             self.decisions.record_once(Decision(self.name, WAITING, f"node/{node.name}", why, (pod.key,)))
             self._backoff[pod.key] = (now + min(delay * 2, BACKOFF_MAX), min(delay * 2, BACKOFF_MAX))
-            return
+            return None
         except (KubeError, OSError) as err:
             log.warning("evicting pod %s: %s", pod.key, err)
             self._backoff[pod.key] = (now + min(delay * 2, BACKOFF_MAX), min(delay * 2, BACKOFF_MAX))
-            return
+            return None
         self._backoff.pop(pod.key, None)
         outcome.evicted.append(pod.key)
-        self.recorder.publish(events.evicted(pod))
+        return pod
 
     def _instance_gone(self, node: NodeView) -> bool:
         try:

@@ -156,6 +156,7 @@ def test_the_nodes_of_a_pass_are_drained_together(monkeypatch: pytest.MonkeyPatc
     # every node cordoned before any of its pods goes: an evicted pod's replacement cannot land on one
     calls = [call for call, _ in world.kube.calls if call in ("patch", "evict")]
     assert calls == ["patch"] * 4 + ["evict"] * 4
+    assert len(world.events("Evicted")) == 4
     world.sync()
     assert sorted(ctrl.reconcile().terminated) == ["n0", "n1", "n2", "n3"] and world.cloud.instances == {}
 
