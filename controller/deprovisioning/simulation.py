@@ -15,10 +15,21 @@ have to move must schedule; a pending pod that fits nowhere does not block depro
 and provisioning's own settings — whether provisioning, which re-places a deleted node's pods its
 own way, would launch more nodes for them than the command planned (repack consolidation keeps
 only plans it would not; `repackconsolidation.py`).
+
+`spill`: where kube-scheduler, not the plan, would put the pods a command moves (karpy decision,
+issue 21). On a cluster the pods of a deleted node are deleted and their successors (a
+ReplicaSet's new pods) are placed by kube-scheduler, whose default profile scores the emptiest
+feasible node highest (NodeResourcesFit `LeastAllocated`) — an empty replacement first — not where
+the plan's first fit put them; pods it then finds no room for (a zonal spread's pods whose zone's
+room others took) are provisioned again, on new nodes a later pass consolidates again. The model:
+the same solve with the replacements up and empty and `least_allocated` placement; the moving pods
+it puts on new nodes (or nowhere) spill, and their new nodes' price is what the command really
+adds (`consolidation.py` counts it against the saving).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +64,11 @@ ONE_NODE = SchedulingSettings(exact_more_nodes=False)
 
 PROVISIONING = SchedulingSettings()
 """Provisioning's own solve (its default settings), for `unplaced_by_provisioning`."""
+
+
+KUBE_SCHEDULER = SchedulingSettings(exact_time_limit=0.0, least_allocated=True)
+"""kube-scheduler's placement of the pods a command moves, for `spill`: the emptiest node that
+accepts a pod takes it; new nodes (for what finds no room) by the heuristic alone."""
 
 
 def simulate(
@@ -109,3 +125,35 @@ def unplaced_by_provisioning(inputs: Inputs, cmd: Command, scheduler: Scheduler)
         return len(moving)
     on_new = {p.key for n in sim.new_nodes for p in n.pods}
     return len(moving & (on_new | set(sim.errors)))
+
+
+@dataclass(frozen=True)
+class Spill:
+    """The pods a command moves that kube-scheduler would find no room for (`spill`), and the
+    hourly price of the nodes provisioning would launch for them (inf when some fit nowhere)."""
+
+    pods: int = 0
+    price: float = 0.0
+
+    def __bool__(self) -> bool:
+        return self.pods > 0
+
+
+def spill(inputs: Inputs, cmd: Command, scheduler: Scheduler) -> Spill:
+    """Where kube-scheduler's scoring, not the plan, puts the pods `cmd` moves: its candidates
+    gone, its replacements up and empty (`planned_nodes`), each pod on the accepting node with
+    the most room left (`KUBE_SCHEDULER`). The pods that land on a new node or nowhere spill; the
+    price is that of the new nodes they need (module docstring)."""
+    moving = {p.key for c in cmd.candidates for p in c.pods}
+    sim = simulate(inputs, cmd.candidates, scheduler, KUBE_SCHEDULER, planned_nodes(cmd.replacements))
+    if sim is None:
+        return Spill(len(moving), math.inf)
+    on_new = {p.key for n in sim.new_nodes for p in n.pods} & moving
+    nowhere = set(sim.errors) & moving
+    if not on_new and not nowhere:
+        return Spill()
+    price = math.inf if nowhere else 0.0
+    for node in sim.new_nodes:
+        if moving.intersection(p.key for p in node.pods):
+            price += node.launch.price if node.launch is not None else math.inf
+    return Spill(len(on_new | nowhere), price)

@@ -6,7 +6,9 @@ over the batch). For each pod, in the queue order of spec §5.4 (karpy: pods who
 selector fixes a spread's domain first, `_spread_fixed`; pods still bound to a node being deleted
 last — pending pods are bound now, those only once evicted — counted on their nodes until the
 first of them is placed, `Topology.lift`):
-1. existing nodes in their given order (creation time, then name) — first that accepts wins;
+1. existing nodes in their given order (creation time, then name) — first that accepts wins
+   (with `SchedulingSettings.least_allocated`, the one with the most free CPU and memory left,
+   as kube-scheduler's default scoring chooses);
 2. nodes opened earlier in this solve, fewest pods first (ties: oldest) — first that accepts;
 3. a new node from the first provisioner (weight order) whose template, topology, limits and
    instance types accept it.
@@ -341,7 +343,7 @@ class Solver:
         existing = t.existing
         if existing:
             if mask[:existing].any():
-                j = int(np.argmax(mask[:existing]))
+                j = self._existing_choice(mask[:existing], ps)
                 self._accept(ps, j, after[int(t.cls[j])], None)
                 return True
             mask = mask[existing:]
@@ -366,6 +368,19 @@ class Solver:
                 self._accept(ps, j, node_cls.id, keep)
                 return True
             order[k] = _NEVER
+
+    def _existing_choice(self, mask: np.ndarray, ps: PodState) -> int:
+        """The existing node a pod goes to among those that accept it (`mask`): the first, or with
+        `least_allocated` the one whose CPU and memory left after the pod, as fractions of what it
+        allocates, average highest (kube-scheduler's NodeResourcesFit score; ties to the first)."""
+        if not self.inp.settings.least_allocated:
+            return int(np.argmax(mask))
+        t = self.table
+        rows = np.flatnonzero(mask)
+        bound = t.bound[rows, :2]  # CPU, memory: the solve's first two resources
+        left = bound - t.used[rows, :2] - ps.request[:2]
+        score = (left / np.maximum(bound, 1)).mean(axis=1)
+        return int(rows[int(np.argmax(score))])
 
     def _classes_after(self, ps: PodState, other: Sequence[topo.Group]) -> tuple[dict[int, int], np.ndarray | None]:
         """For each class of target nodes the pod may join, the class the node becomes; and the

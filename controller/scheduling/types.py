@@ -399,12 +399,19 @@ class SchedulingSettings:
     pool (nodes it may open) the pass takes on. `exact_more_nodes`: whether the pass may use
     more new nodes than the heuristic did — Karpenter's consolidators, which accept one
     replacement node at most, turn it off; karpy's repack consolidation keeps it on.
+    `least_allocated`: which existing node accepts a pod that several could take — False: the
+    first in the given order (creation time, then name: Karpenter's, spec §5.5 step 1); True:
+    the one kube-scheduler's default profile scores highest, the most free CPU and memory left
+    after the pod, as fractions of allocatable, averaged (NodeResourcesFit `LeastAllocated`; ties to
+    the first) — deprovisioning's model of where kube-scheduler puts a deleted node's pods
+    (`deprovisioning/simulation.py` `spill`).
     """
 
     max_instance_types: int = 60
     exact_time_limit: float = 0.2
     exact_max_bins: int = 24
     exact_more_nodes: bool = True
+    least_allocated: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -178,3 +178,38 @@ def cheap_prefix_and_dear_node() -> Inputs:
     tainted = dataclasses.replace(dear, taints=(Taint("dedicated", "x", "NoSchedule"),))
     on_demand = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
     return make_inputs([*nodes, tainted], on_demand)
+
+
+ZONE_B = "zone-b"
+ZONAL_SMALL = make_instance_type(
+    "zonal-small", cpu=2, memory_gib=4, pods=110, price=0.10, zones=(ZONE_A, ZONE_B),
+    labels={L.INSTANCE_CATEGORY: "m", L.INSTANCE_FAMILY: "m5"},
+)  # fmt: skip
+ZONAL_LARGE = make_instance_type(
+    "zonal-large", cpu=8, memory_gib=4, pods=110, price=0.40, zones=(ZONE_A, ZONE_B),
+    labels={L.INSTANCE_CATEGORY: "m", L.INSTANCE_FAMILY: "m5"},
+)  # fmt: skip
+
+
+def in_zone(pod: PodView, zone: str) -> PodView:
+    """`pod` with a node selector on `zone`."""
+    assert pod.request is not None
+    return dataclasses.replace(pod, request=dataclasses.replace(pod.request, node_selector={L.ZONE: zone}))
+
+
+def kube_scheduler_spill(candidate: InstanceType = ZONAL_LARGE) -> Inputs:
+    """Where the plan and kube-scheduler part ways (issue 21): node "a" (zone-a, large, 6 of 8 CPUs
+    used, the oldest), node "b" (zone-b, zonal-small, 0.5 of 2 CPUs used) and the candidate "c"
+    (zone-b, of `candidate`'s type) with pods "u" (1 CPU, anywhere) and "k" (0.75 CPU, zone-b
+    only). The plan's first fit puts "u" on "a" and "k" on "b": a delete. kube-scheduler's scoring
+    puts "u" on "b" (the most room left, as a fraction: 0.25 against 0.125), and then "k" fits
+    nowhere in zone-b: it needs a new zonal-small ($0.10/h)."""
+    nodes = [
+        make_node("a", LARGE, pods=[make_pod("x", cpu=6)], created=at(0)),
+        make_node("b", ZONAL_SMALL, pods=[make_pod("y", cpu=0.5)], zone=ZONE_B, created=at(1)),
+        make_node("c", candidate, pods=[make_pod("u", cpu=1), in_zone(make_pod("k", cpu=0.75), ZONE_B)],
+                  zone=ZONE_B, created=at(2)),
+    ]  # fmt: skip
+    types = (*CATALOG, ZONAL_SMALL, ZONAL_LARGE)
+    prov = make_provisioner(consolidation=True, capacity_types=["on-demand"], instance_types=types)
+    return make_inputs(nodes, [prov])

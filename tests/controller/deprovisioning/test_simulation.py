@@ -11,13 +11,29 @@ import pytest
 
 from controller.core import labels as L
 from controller.deprovisioning.consolidation import Consolidation, compute_consolidation, consolidation_candidates
-from controller.deprovisioning.simulation import PROVISIONING, planned_nodes, simulate, unplaced_by_provisioning
+from controller.deprovisioning.simulation import (
+    PROVISIONING,
+    Spill,
+    planned_nodes,
+    simulate,
+    spill,
+    unplaced_by_provisioning,
+)
 from controller.deprovisioning.types import Command, Inputs
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult, VolumeObjects
 from controller.state.snapshot import NodeView, PodView
 from tests.builders import scheduling as sched
-from tests.builders.deprovisioning import CATALOG, ZONE_A, at, make_inputs, make_node, make_pod, make_provisioner
+from tests.builders.deprovisioning import (
+    CATALOG,
+    ZONE_A,
+    at,
+    kube_scheduler_spill,
+    make_inputs,
+    make_node,
+    make_pod,
+    make_provisioner,
+)
 from tests.builders.volumes import claim, objects, storage_class, volume, with_claims, zone_affinity
 
 ZONES = (ZONE_A, "zone-b", "zone-c")
@@ -156,3 +172,22 @@ def test_provisioning_places_the_pods_on_the_planned_replacement() -> None:
     assert sim is not None and not sim.new_nodes and set(sim.result.existing_assignments) == {"planned-replacement-0"}
     bare = Command("consolidation", cmd.candidates)  # no replacement up: both pods need a new node
     assert unplaced_by_provisioning(inputs, bare, schedule) == 2
+
+
+def test_kube_scheduler_puts_a_moved_pod_on_the_emptiest_node_and_the_rest_may_spill() -> None:
+    inputs = kube_scheduler_spill()
+    cands, _ = consolidation_candidates(inputs)
+    (cand,) = [c for c in cands if c.name == "c"]
+    planned = simulate(inputs, [cand], schedule)  # the plan's first fit: "u" on "a", "k" on "b"
+    assert planned is not None and planned.all_scheduled and not planned.new_nodes
+    assert dict(planned.result.existing_assignments) == {"a": ("default/u",), "b": ("default/k",)}
+    # kube-scheduler: "u" on "b" (most room left), so "k" needs a new zone-b node
+    assert spill(inputs, Command("consolidation", (cand,)), schedule) == Spill(1, 0.10)
+
+
+def test_nothing_spills_when_kube_scheduler_finds_room_for_every_moved_pod() -> None:
+    inputs, cmd = replaced_large()  # both pods onto the empty replacement, which kube-scheduler fills too
+    assert not spill(inputs, cmd, schedule)
+    bare = Command("consolidation", cmd.candidates)  # without its replacement: both spill, onto one new node
+    found = spill(inputs, bare, schedule)
+    assert found.pods == 2 and found.price == pytest.approx(0.20)

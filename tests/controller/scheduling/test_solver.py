@@ -8,8 +8,9 @@ import weakref
 
 from controller.core.labels import ARCH, HOSTNAME, PROVISIONER_NAME
 from controller.core.taints import Taint
+from controller.scheduling.scheduler import schedule
 from controller.scheduling.solver import Solver
-from controller.scheduling.types import SchedulingInput
+from controller.scheduling.types import SchedulingInput, SchedulingSettings
 from tests.builders.scheduling import (
     make_instance_type,
     make_node,
@@ -20,6 +21,7 @@ from tests.builders.scheduling import (
     placements,
     reason,
     run,
+    small_catalog,
     spread,
     term,
 )
@@ -37,6 +39,23 @@ def test_existing_nodes_are_filled_first() -> None:
 def test_existing_nodes_in_creation_order_then_name() -> None:
     nodes = [make_node("n-a", created="2023-01-02T00:00:00Z"), make_node("n-b", created="2023-01-01T00:00:00Z")]
     assert node_of(run([make_pod("p")], nodes=nodes), "p") == "n-b"
+
+
+def test_least_allocated_puts_a_pod_on_the_node_with_the_most_room_left_as_kube_scheduler_scores() -> None:
+    # n-old is older (first fit takes it) but a quarter used; n-new is bigger and empty
+    old = make_node("n-old", cpu="4", memory="16Gi", created="2023-01-01T00:00:00Z",
+                    bound=[make_pod("busy", cpu="1", memory="4Gi", node_name="n-old")])  # fmt: skip
+    new = make_node("n-new", cpu="8", memory="32Gi", created="2023-01-02T00:00:00Z")
+    pods = [make_pod("p", cpu="1", memory="1Gi")]
+    inp = SchedulingInput(pods, [make_provisioner()], small_catalog(), nodes=[old, new])
+    assert schedule(inp).existing_assignments == {"n-old": ("default/p",)}
+    spread_out = dataclasses.replace(inp, settings=SchedulingSettings(least_allocated=True))
+    assert schedule(spread_out).existing_assignments == {"n-new": ("default/p",)}
+    # equal room left: the first in creation order, as without it
+    twin = make_node("n-twin", cpu="4", memory="16Gi", created="2023-01-03T00:00:00Z",
+                     bound=[make_pod("busy2", cpu="1", memory="4Gi", node_name="n-twin")])  # fmt: skip
+    tie = dataclasses.replace(spread_out, nodes=[twin, old])
+    assert schedule(tie).existing_assignments == {"n-old": ("default/p",)}
 
 
 def test_full_existing_nodes_are_skipped() -> None:
