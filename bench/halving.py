@@ -15,16 +15,18 @@ plane:
 3. the controller's deprovisioning passes (`decide()`, the real scheduler, its 20 s budget per
    pass carried on through `Progress` as the controller does), each command validated as the
    controller's pass after the validation wait does (on the same cluster: nothing else happens
-   here) and applied as the watches would report it — its replacements up and initialized with
-   the pods planned for them, the other moving pods where the command's simulation puts them, its
-   candidates gone — until a pass finds nothing.
+   here) and applied as it goes on a cluster (`apply`) — its replacements up and initialized,
+   empty; the moving pods' successors placed as kube-scheduler's default scoring places them (the
+   accepting node with the most room left: the controller's model, `simulation.KUBE_SCHEDULER`),
+   not where the plan put them; those it finds no room for provisioned by `schedule()`, its new
+   nodes launched; the candidates gone — until a pass finds nothing.
 
 After each command: nodes, $/h, the ratio to karpy's fresh provisioning of the remaining pods (one
 `schedule()` of them, pending, on no node: the harness's `fresh_price`), pods moved, the method
-and action, the pass's CPU seconds, the spread Deployment's zone skew, and how many nodes
-provisioning's own solve would launch for the moving pods once the replacements are up and the
-candidates marked (`reserved`: on a cluster it re-places a deleted node's pods its own way, not
-as the command planned; here they go as planned); then the final ratio and the number of commands.
+and action, the pass's CPU seconds, the spread Deployment's zone skew, and the nodes provisioning
+launched for the moved pods kube-scheduler found no room for (the churn the end-to-end harness
+shows: small nodes a later pass consolidates again); then the final ratio and the number of
+commands.
 
     python -m bench.halving [--pods 5000] [--seed 1] [--batches 12] [--order first|value] [--detail]
 """
@@ -52,12 +54,10 @@ from controller.core import labels as L
 from controller.core.resources import add, fits
 from controller.deprovisioning.controller import Deadline
 from controller.deprovisioning.decide import decide
-from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
-from controller.deprovisioning.simulation import ONE_NODE, simulate
+from controller.deprovisioning.simulation import KUBE_SCHEDULER, simulate
 from controller.deprovisioning.types import (
     CONSOLIDATION_FIRST,
     CONSOLIDATION_ORDERS,
-    REPACK_CONSOLIDATION,
     Command,
     DeprovisioningSettings,
     Inputs,
@@ -142,6 +142,15 @@ class Cluster:
         obj["status"] = {"phase": "Running"}
         self.state.apply(PODS.name, "MODIFIED", obj)
 
+    def unbind(self, key: str) -> None:
+        """The pod pending again, marked `Unschedulable` (a successor kube-scheduler found no room for)."""
+        obj = self.pods[key]
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        obj["spec"].pop("nodeName", None)
+        obj["status"] = {"phase": "Pending", "conditions": [UNSCHEDULABLE]}
+        self.state.apply(PODS.name, "MODIFIED", obj)
+
     def delete_pod(self, key: str) -> None:
         obj = self.pods.pop(key)
         self.state.apply(PODS.name, "DELETED", obj)
@@ -211,49 +220,48 @@ def replicaset_victims(cluster: Cluster, rng: random.Random) -> list[str]:
     return victims
 
 
-def reserved(cluster: Cluster, cmd: Command) -> int:
-    """The nodes provisioning's own solve would launch for the candidates' pods once the
-    replacements are up and the candidates marked for deletion (it places a deleted node's pods its
-    own way, not as the command planned): 0 when the plan's room is enough for it too."""
-    cluster.state.mark_for_deletion(cmd.node_names)
-    try:
-        snap = cluster.state.snapshot()
-        found = provisionable(snap)
-        return len(schedule(provisioning_input(snap, found, {"default": cluster.types})).new_nodes)
-    finally:
-        cluster.state.unmark_for_deletion(cmd.node_names)
-
-
-def apply(cluster: Cluster, inputs: Inputs, cmd: Command, method: str) -> tuple[int, int]:
-    """Carry out `cmd` as the watches would report it: its replacements up and initialized with
-    the pods planned for them, every other moving pod where a simulation of the command on the same
-    inputs puts it on a remaining node, the candidates gone. Returns the pods moved and the nodes
-    provisioning would have launched for them (`reserved`, not launched here); raises when a pod has
-    no destination or a node would hold more than it allocates."""
-    settings = REPACK_SIMULATION if method == REPACK_CONSOLIDATION else ONE_NODE
+def apply(cluster: Cluster, cmd: Command) -> tuple[int, int]:
+    """Carry out `cmd` as it goes on a cluster (the end-to-end harness): its replacements up and
+    initialized, empty; its candidates' pods gone and their successors placed by kube-scheduler —
+    each on the accepting node with the most room left among the nodes left and the replacements
+    (`simulation.KUBE_SCHEDULER`, the controller's model of kube-scheduler's default scoring); the
+    pods it finds no room for provisioned by provisioning's own `schedule()`, its new nodes
+    launched; the candidates gone. Returns the pods moved and the nodes provisioning launched for
+    them; raises when a pod has no destination or a node would hold more than it allocates."""
     moving = {p.key for c in cmd.candidates for p in c.pods}
-    to: dict[str, str] = {}
     for planned in cmd.replacements:
-        name = cluster.launch(planned)
-        to.update({p.key: name for p in planned.pods if p.key in moving})
-    if moving - set(to):
-        sim = simulate(inputs, cmd.candidates, schedule, settings)
-        if sim is None or not sim.all_scheduled:
-            raise RuntimeError(f"{method}: its command no longer simulates")
-        for node, keys in sim.result.existing_assignments.items():
-            to.update({k: node for k in keys if k in moving and k not in to})
-    if moving - set(to):
-        raise RuntimeError(f"{method}: {len(moving - set(to))} pod(s) without a destination")
-    extra = reserved(cluster, cmd)
+        cluster.launch(planned)
+    cluster.state.mark_for_deletion(cmd.node_names)
+    # the candidates marked: their pods are the ones placed again (`Provisionable.rescheduled`)
+    sim = simulate(Inputs.of(cluster.state.snapshot(), {"default": cluster.types}), [], schedule, KUBE_SCHEDULER)
+    assert sim is not None
+    placed = {k: node for node, keys in sim.result.existing_assignments.items() for k in keys if k in moving}
     for key in sorted(moving):
-        cluster.bind(key, to[key])
+        if key in placed:
+            cluster.bind(key, placed[key])
+        else:
+            cluster.unbind(key)
     for cand in cmd.candidates:
         cluster.state.apply(NODES.name, "DELETED", {"metadata": {"name": cand.name}})
+    launched = 0
+    if moving - set(placed):
+        snap = cluster.state.snapshot()
+        result = schedule(provisioning_input(snap, provisionable(snap), {"default": cluster.types}))
+        if set(result.unschedulable) & moving:
+            raise RuntimeError(f"{cmd.reason}: {len(set(result.unschedulable) & moving)} pod(s) without a destination")
+        for node, keys in result.existing_assignments.items():
+            for key in keys:
+                cluster.bind(key, node)
+        for new in result.new_nodes:
+            name = cluster.launch(new)
+            launched += 1
+            for pod in new.pods:
+                cluster.bind(pod.key, name)
     for view in cluster.state.snapshot().nodes.values():
         used = add(*(p.request.requests for p in view.movable_pods() if p.request is not None))
         if not fits(used, view.allocatable):
-            raise RuntimeError(f"{method}: {view.name} would hold more than it allocates")
-    return len(moving), extra
+            raise RuntimeError(f"{cmd.reason}: {view.name} would hold more than it allocates")
+    return len(moving), launched
 
 
 def max_skew(cluster: Cluster, app: str) -> int:
@@ -275,7 +283,7 @@ class Outcome:
     price: float
     ratio: float
     moved: int
-    reserved: int  # nodes provisioning's own solve would have launched for the moving pods (`reserved`)
+    launched: int  # nodes provisioning launched for moved pods kube-scheduler found no room for (`apply`)
     cpu: float
 
 
@@ -300,7 +308,7 @@ def settle(
     validates it after its wait (nothing changed meanwhile) and applied."""
     instance_types = {"default": cluster.types}
     spread = next(name for name, *_, zonal in SHAPES if zonal)
-    progress, commands, dropped, moved, reserve, cpu_total = Progress(), 0, 0, 0, 0, 0.0
+    progress, commands, dropped, moved, launched, cpu_total = Progress(), 0, 0, 0, 0, 0.0
     while commands < max_commands:
         started = time.process_time()
         snap = cluster.state.snapshot()
@@ -327,21 +335,21 @@ def settle(
             if not quiet:
                 print(f"  no command ({cpu:.1f} s CPU): settled")
             break
-        pods, extra = apply(cluster, inputs, cmd, decision.method)
+        pods, extra = apply(cluster, cmd)
         moved += pods
-        reserve += extra
+        launched += extra
         commands += 1
         nodes, price = cluster.price()
         if not quiet:
             print(
                 f"  {commands:>3} {decision.method + '/' + str(cmd.action):<40} -{len(cmd.candidates):<3}"
                 f" +{len(cmd.replacements):<2} {pods:>5} pods  {nodes:>4} nodes ${price:>7.2f}/h"
-                f" {price / fresh:>5.2f}x  {cpu:>5.1f} s CPU  skew {max_skew(cluster, spread)}  provisioning +{extra}"
+                f" {price / fresh:>5.2f}x  {cpu:>5.1f} s CPU  skew {max_skew(cluster, spread)}  launched +{extra}"
             )
             if detail:
                 print(f"      {shapes(cmd)}")
     nodes, price = cluster.price()
-    return Outcome(commands, dropped, nodes, price, price / fresh, moved, reserve, cpu_total)
+    return Outcome(commands, dropped, nodes, price, price / fresh, moved, launched, cpu_total)
 
 
 def run(
@@ -378,8 +386,8 @@ def run(
     outcome = settle(cluster, fresh, max_commands, budget, detail=detail, settings=settings)
     print(
         f"final: {outcome.nodes} nodes, ${outcome.price:.2f}/h = {outcome.ratio:.3f}x fresh, {outcome.commands}"
-        f" commands ({outcome.dropped} dropped by validation), {outcome.moved} pods moved (provisioning would"
-        f" have launched {outcome.reserved} node(s) for them), {outcome.cpu:.1f} s CPU"
+        f" commands ({outcome.dropped} dropped by validation), {outcome.moved} pods moved (provisioning launched"
+        f" {outcome.launched} node(s) for those kube-scheduler found no room for), {outcome.cpu:.1f} s CPU"
         f" in passes; consolidation order {order}; load average {os.getloadavg()[0]:.1f}"
     )
     return outcome

@@ -5,6 +5,11 @@ remaining nodes), replace (everything fits with one new, strictly cheaper node â
 repack consolidation, several new nodes strictly cheaper together), or nothing.
 Rules kept from Karpenter v0.27: never replace when all candidates are spot and the replacement
 could be spot; a replacement that may be spot or on-demand is pinned to spot. karpy decision
+(issue 21): a command is also checked against where kube-scheduler, not its plan, would put the
+pods it moves (`simulation.spill`); when some would find no room, the nodes provisioning would
+launch for them count against the saving, and a command they leave no cheaper is not taken
+(`counted`; validation re-checks it) â€” else each such command ends in new small nodes that a later
+pass consolidates again, and the fleet never settles. karpy decision
 (decisions table): `karpenter.sh/do-not-consolidate: "true"` opts a node out and any other
 value means nothing (the provisioner's `consolidation.enabled` still decides).
 The consolidation methods are `emptynodeconsolidation.py`, `multinodeconsolidation.py`,
@@ -21,7 +26,7 @@ from controller.core import labels as L
 from controller.core.requirements import IN, Requirement, Requirements
 from controller.deprovisioning.candidates import by_disruption_cost, candidates, filter_candidates
 from controller.deprovisioning.events import unconsolidatable
-from controller.deprovisioning.simulation import ONE_NODE, simulate
+from controller.deprovisioning.simulation import ONE_NODE, Spill, simulate, spill
 from controller.deprovisioning.types import CONSOLIDATION, Candidate, Command, Event, Inputs, Scheduler, price_of
 from controller.scheduling.instancetypes import allowed_offerings, launch_order
 from controller.scheduling.types import InstanceType, Launch, NewNode, SchedulingSettings
@@ -72,6 +77,26 @@ class Consolidation:
 
     command: Command | None
     why_not: str = ""
+    spill: Spill = dataclasses.field(default_factory=Spill)
+    """The command's pods kube-scheduler would find no room for, and the nodes they need (`counted`)."""
+
+
+def counted(inputs: Inputs, cmd: Command, scheduler: Scheduler) -> Consolidation:
+    """`cmd` with its spill (`simulation.spill`), or why not when the nodes the spilled pods need
+    leave it no cheaper than its candidates: the replacements' and those nodes' price together
+    must stay strictly below the candidates' (the rule every consolidation and its validation
+    follow)."""
+    found = spill(inputs, cmd, scheduler)
+    if not found:
+        return Consolidation(cmd)
+    before, after = cmd.price_before, cmd.price_after
+    if before is None or after is None or not after + found.price < before:
+        return Consolidation(
+            None,
+            f"kube-scheduler would find no room for {found.pods} of its pods: the nodes they need leave it no cheaper",
+            found,
+        )
+    return Consolidation(cmd, spill=found)
 
 
 def compute_consolidation(
@@ -93,7 +118,7 @@ def compute_consolidation(
     if not sim.all_scheduled:
         return Consolidation(None, f"not all pods would schedule, {sim.describe_errors()}")
     if not sim.new_nodes:
-        return Consolidation(Command(CONSOLIDATION, tuple(cands)))
+        return counted(inputs, Command(CONSOLIDATION, tuple(cands)), scheduler)
     if len(sim.new_nodes) > max_new_nodes:
         return Consolidation(None, f"can't remove without creating {len(sim.new_nodes)} nodes")
     price = price_of(cands)
@@ -115,7 +140,7 @@ def compute_consolidation(
             if not kept:
                 return Consolidation(None, "can't replace with a cheaper node")
         replacements.append(with_options(new, kept, reqs))
-    return Consolidation(Command(CONSOLIDATION, tuple(cands), tuple(replacements)))
+    return counted(inputs, Command(CONSOLIDATION, tuple(cands), tuple(replacements)), scheduler)
 
 
 def price_bounds(new_nodes: Sequence[NewNode], price: float) -> list[float]:

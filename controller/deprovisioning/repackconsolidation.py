@@ -15,10 +15,12 @@ worth that); the largest saving wins, ties to fewer nodes — among the plans pr
 keep first: on a cluster provisioning re-places a deleted node's pods its own way, and where its
 packing cannot reproduce a tight MILP plan it launches more nodes, which later passes must remove
 again (`simulation.unplaced_by_provisioning`: its own solve, the replacements up and the
-candidates marked for deletion, places every pod that moves without a new node). A plan it would
-not keep is taken only when no prefix has one it would. Karpenter's multi-node same-type guard
-(`filter_out_same_type`, against its binary search's artefacts) is not applied: the saving
-threshold keeps repacks from churning.
+candidates marked for deletion, places every pod that moves without a new node), and where
+kube-scheduler would put them (`simulation.spill`, `consolidation.counted`: pods it finds no room
+for make no plan "kept", and the nodes they need are taken off its saving before the threshold and
+the ranking). A plan it would not keep is taken only when no prefix has one it would.
+Karpenter's multi-node same-type guard (`filter_out_same_type`, against its binary search's
+artefacts) is not applied: the saving threshold keeps repacks from churning.
 
 Where it runs (`decide.py`): after empty-node and multi-node consolidation, before single-node
 consolidation. Single-node consolidation acts on the first candidate in disruption-cost order that
@@ -87,14 +89,16 @@ class RepackConsolidation:
         if inputs.consolidated:
             return Proposal()
         cands, events = consolidation_candidates(inputs)
-        kept: Command | None = None  # the best plan provisioning would keep too
-        tight: Command | None = None  # the best of those it would not (used only when none is kept)
+        # (command, net saving): the best plan kube-scheduler and provisioning would keep too, and the
+        # best of those they would not (used only when none is kept)
+        kept: tuple[Command, float] | None = None
+        tight: tuple[Command, float] | None = None
         sizes = prefix_sizes(len(cands), self.max_candidates)
         names = tuple(c.name for c in cands[: sizes[-1]]) if sizes else ()
         saved = inputs.progress
         start = saved.repack if saved.repack_of == names and 0 < saved.repack < len(sizes) else 0
         for i in range(start, len(sizes)):
-            best = kept or tight
+            best = (kept or tight or (None, 0.0))[0]
             if i > start and inputs.budget.spent():  # anytime: the best so far, or where to go on
                 if best is not None:
                     return Proposal(best, tuple(events), len(cands), covered=sizes[i - 1])
@@ -102,16 +106,20 @@ class RepackConsolidation:
                 return Proposal(None, tuple(events), len(cands), sizes[i - 1], progress, complete=False)
             prefix = cands[: sizes[i]]
             price = price_of(prefix)
-            cmd = compute_consolidation(
+            found = compute_consolidation(
                 inputs, prefix, scheduler, max_new_nodes=self.max_new_nodes, simulation=self.simulation
-            ).command
-            if cmd is None or price is None or saving(cmd) < self.min_saving * price:
+            )
+            cmd = found.command
+            if cmd is None or price is None:
                 continue
-            if kept is not None and saving(cmd) <= saving(kept) + 1e-9:
+            net = saving(cmd) - found.spill.price  # what it saves with the nodes its spilled pods need
+            if net < self.min_saving * price:
                 continue
-            if not unplaced_by_provisioning(inputs, cmd, scheduler):
-                kept = cmd
-            elif tight is None or saving(cmd) > saving(tight) + 1e-9:
-                tight = cmd
-        best = kept or tight
+            if kept is not None and net <= kept[1] + 1e-9:
+                continue
+            if not found.spill and not unplaced_by_provisioning(inputs, cmd, scheduler):
+                kept = (cmd, net)
+            elif tight is None or net > tight[1] + 1e-9:
+                tight = (cmd, net)
+        best = (kept or tight or (None, 0.0))[0]
         return Proposal(best, tuple(events), len(cands), covered=sizes[-1] if sizes else 0)

@@ -7,7 +7,8 @@ the others, every candidate must still be one (eligible, not blocked, not nomina
 simulation must give the same kind of answer: delete stays delete, a replacement's instance
 types must all still be offered. A repack's replacement by several nodes (karpy's) is
 re-simulated as it was planned and stays valid while the pods need no more new nodes, costing no
-more. While a scale-up is under way (`Inputs.scale_up`, issue 21) no command is valid: pods are
+more. Every command must also still be worth it where kube-scheduler would put its pods
+(`consolidation.counted`). While a scale-up is under way (`Inputs.scale_up`, issue 21) no command is valid: pods are
 about to take the room nodes have now.
 """
 
@@ -17,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from controller.deprovisioning.candidates import candidates
-from controller.deprovisioning.consolidation import consolidation_blocker, consolidation_candidates
+from controller.deprovisioning.consolidation import consolidation_blocker, consolidation_candidates, counted
 from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
 from controller.deprovisioning.simulation import ONE_NODE, Simulation, simulate
 from controller.deprovisioning.types import (
@@ -43,6 +44,16 @@ def _invalid(cmd: Command, why: str) -> Validation:
 
 
 def validate(cmd: Command, method: str, inputs: Inputs, scheduler: Scheduler) -> Validation:
+    checked = _validate(cmd, method, inputs, scheduler)
+    if checked.command is None or method == EMPTY_NODE_CONSOLIDATION:
+        return checked
+    found = counted(inputs, checked.command, scheduler)
+    if found.command is None:
+        return _invalid(cmd, found.why_not)
+    return checked
+
+
+def _validate(cmd: Command, method: str, inputs: Inputs, scheduler: Scheduler) -> Validation:
     if inputs.scale_up:  # a scale-up under way: pods take the room the command removes
         return _invalid(cmd, inputs.scale_up)
     if method == EMPTY_NODE_CONSOLIDATION:

@@ -18,6 +18,7 @@ from controller.deprovisioning.consolidation import (
 )
 from controller.deprovisioning.emptynodeconsolidation import EmptyNodeConsolidation
 from controller.deprovisioning.multinodeconsolidation import MultiNodeConsolidation
+from controller.deprovisioning.simulation import Spill
 from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
 from controller.deprovisioning.types import CONSOLIDATION, Command, Inputs
 from controller.scheduling.scheduler import schedule
@@ -26,7 +27,10 @@ from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
     SMALL,
+    ZONAL_LARGE,
+    ZONAL_SMALL,
     instance_type,
+    kube_scheduler_spill,
     make_inputs,
     make_node,
     make_pod,
@@ -57,6 +61,20 @@ def test_a_node_is_replaced_by_a_cheaper_one() -> None:
     (new,) = cmd.replacements
     assert [it.name for it in new.instance_type_options] == ["small", "medium"]
     assert new.launch is not None and new.launch.instance_type.name == "small"
+
+
+def test_a_delete_costed_with_the_node_kube_schedulers_placement_needs_is_still_taken() -> None:
+    # the plan deletes the $0.40/h node; kube-scheduler's placement needs a $0.10/h one for "k"
+    result = _compute(kube_scheduler_spill(ZONAL_LARGE), "c")
+    assert result.command is not None and result.command.reason == "consolidation/delete"
+    assert result.spill == Spill(1, 0.10)
+
+
+def test_a_command_that_only_works_with_its_own_placement_is_not_taken() -> None:
+    # the same for a $0.10/h node: the node "k" would need costs as much as the delete saves, so
+    # taking it would only move the node (a later pass would consolidate that one again)
+    result = _compute(kube_scheduler_spill(ZONAL_SMALL), "c")
+    assert result.command is None and result.why_not.startswith("kube-scheduler would find no room for 1 of its pods")
 
 
 def test_no_replacement_that_is_not_strictly_cheaper() -> None:

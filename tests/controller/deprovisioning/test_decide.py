@@ -10,15 +10,24 @@ import pytest
 from controller.core import labels as L
 from controller.core.labels import BINDING_HOLD
 from controller.decisions import IGNORED, LAUNCH_FAILED, LAUNCHED, NOMINATED, UNSCHEDULABLE, WAITING
-from controller.deprovisioning.decide import decide, next_pass_at
-from controller.deprovisioning.types import DeprovisioningSettings, Inputs
+from controller.deprovisioning.candidates import candidates
+from controller.deprovisioning.decide import Pending, decide, next_pass_at
+from controller.deprovisioning.types import (
+    CONSOLIDATION,
+    SINGLE_NODE_CONSOLIDATION,
+    Command,
+    DeprovisioningSettings,
+    Inputs,
+)
 from controller.scheduling.scheduler import schedule
 from controller.state.snapshot import NodeView, PodView
 from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
+    ZONAL_SMALL,
     at,
     cheap_prefix_and_dear_node,
+    kube_scheduler_spill,
     later,
     make_inputs,
     make_node,
@@ -113,6 +122,15 @@ def test_a_replacement_must_still_be_offered_after_the_wait() -> None:
     assert ok.execute is not None and ok.execute.reason == "consolidation/replace"
     grown = [make_node("big", LARGE, pods=[make_pod("a", cpu=1.5), make_pod("b", cpu=1.5)])]
     assert _pass(make_inputs(grown, ALL_ON, now=at(15)), first.pending).dropped
+
+
+def test_a_command_kube_schedulers_placement_would_undo_is_dropped_at_validation() -> None:
+    # computed when "k" would have found room; by its validation kube-scheduler would leave it none
+    snap = kube_scheduler_spill(ZONAL_SMALL)
+    (cand,) = [c for c in candidates(snap, lambda c: True) if c.name == "c"]
+    pending = Pending(Command(CONSOLIDATION, (cand,)), SINGLE_NODE_CONSOLIDATION, at(0))
+    decision = _pass(later(snap, at(15)), pending)
+    assert decision.execute is None and "kube-scheduler would find no room for 1 of its pods" in decision.dropped
 
 
 def test_a_zero_validation_wait_acts_in_the_same_pass() -> None:
