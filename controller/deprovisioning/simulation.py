@@ -18,11 +18,14 @@ only plans it would not; `repackconsolidation.py`).
 
 `spill`: where kube-scheduler, not the plan, would put the pods a command moves (karpy decision,
 issue 21). On a cluster the pods of a deleted node are deleted and their successors (a
-ReplicaSet's new pods) are placed by kube-scheduler, whose default profile scores the emptiest
-feasible node highest (NodeResourcesFit `LeastAllocated`) — an empty replacement first — not where
-the plan's first fit put them; pods it then finds no room for (a zonal spread's pods whose zone's
+ReplicaSet's new pods) are placed by kube-scheduler, whose default profile scores highest the
+feasible node with the most room left (NodeResourcesFit `LeastAllocated`, balanced allocation)
+and, for a ReplicaSet's pods, the fewest pods like them (PodTopologySpread's system defaults,
+weighted 2) — an empty replacement first, whatever pods come — not where the plan's first fit
+put them; pods it then finds no room for (a zonal spread's pods whose zone's
 room others took) are provisioned again, on new nodes a later pass consolidates again. The model:
-the same solve with the replacements up and empty and `least_allocated` placement; the moving pods
+the same solve with the replacements up and empty and `least_allocated` placement (the solver's
+model of those scores); the moving pods
 it puts on new nodes (or nowhere) spill, and their new nodes' price is what the command really
 adds (`consolidation.py` counts it against the saving).
 """
@@ -77,16 +80,18 @@ def simulate(
     scheduler: Scheduler,
     settings: SchedulingSettings = ONE_NODE,
     planned: Sequence[StateNode] = (),
+    initialized_only: bool = False,
 ) -> Simulation | None:
     """Simulate removing `cands` under `settings` (with `planned` nodes up beside the remaining
-    ones); None (abort, retry later) if one is already marked for deletion."""
+    ones; with `initialized_only`, the remaining nodes not yet initialized left out); None (abort,
+    retry later) if one is already marked for deletion."""
     names = {c.name for c in cands}
     if any(c.node.marked_for_deletion for c in cands):
         return None
     moving = requests(p for c in cands for p in c.pods)
     moving += requests(p for p in inputs.provisionable.rescheduled if p.node_name not in names)
     source = inputs.node_source  # the nodes not marked for deletion
-    nodes = [*(n for n in source.nodes if n.name not in names), *planned]
+    nodes = [*(n for n in source.nodes if n.name not in names and (n.initialized or not initialized_only)), *planned]
     pods = [*moving, *inputs.provisionable.pending_requests()]
     result = scheduler(scheduling_input(inputs.state, pods, nodes, inputs.instance_types, settings, source))
     must_move = {p.key for p in moving}
@@ -142,10 +147,11 @@ class Spill:
 def spill(inputs: Inputs, cmd: Command, scheduler: Scheduler) -> Spill:
     """Where kube-scheduler's scoring, not the plan, puts the pods `cmd` moves: its candidates
     gone, its replacements up and empty (`planned_nodes`), each pod on the accepting node with
-    the most room left (`KUBE_SCHEDULER`). The pods that land on a new node or nowhere spill; the
-    price is that of the new nodes they need (module docstring)."""
+    the most room left (`KUBE_SCHEDULER`); nodes not yet initialized are no room (the plan may not
+    count them either). The pods that land on a new node or nowhere spill; the price is that of
+    the new nodes they need (module docstring)."""
     moving = {p.key for c in cmd.candidates for p in c.pods}
-    sim = simulate(inputs, cmd.candidates, scheduler, KUBE_SCHEDULER, planned_nodes(cmd.replacements))
+    sim = simulate(inputs, cmd.candidates, scheduler, KUBE_SCHEDULER, planned_nodes(cmd.replacements), True)
     if sim is None:
         return Spill(len(moving), math.inf)
     on_new = {p.key for n in sim.new_nodes for p in n.pods} & moving

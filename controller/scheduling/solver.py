@@ -7,8 +7,8 @@ selector fixes a spread's domain first, `_spread_fixed`; pods still bound to a n
 last — pending pods are bound now, those only once evicted — counted on their nodes until the
 first of them is placed, `Topology.lift`):
 1. existing nodes in their given order (creation time, then name) — first that accepts wins
-   (with `SchedulingSettings.least_allocated`, the one with the most free CPU and memory left,
-   as kube-scheduler's default scoring chooses);
+   (with `SchedulingSettings.least_allocated`, the one kube-scheduler's default scoring
+   prefers: most room left, balanced, fewest pods like it — `_existing_choice`);
 2. nodes opened earlier in this solve, fewest pods first (ties: oldest) — first that accepts;
 3. a new node from the first provisioner (weight order) whose template, topology, limits and
    instance types accept it.
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from controller.core.labels import HOSTNAME
+from controller.core.labels import HOSTNAME, ZONE
 from controller.core.requirements import Requirement
 from controller.core.resources import CPU, MEMORY, PODS
 from controller.core.taints import PREFER_NO_SCHEDULE, first_untolerated
@@ -129,6 +129,8 @@ class Solver:
         self._topology_cache: dict[tuple[object, ...], int] = {}
         self._tightened_cache: dict[tuple[int, tuple[Requirement, ...]], int] = {}
         self.version = 0
+        self._like: dict[frozenset[tuple[str, str]], np.ndarray] = {}  # `_default_spread`'s counts
+        self._zone_index: np.ndarray | None = None
         self._name_counters: dict[str, int] = {}
         self._taken_names = {n.name for n in inp.nodes}
         self._existing_nodes()
@@ -371,16 +373,57 @@ class Solver:
 
     def _existing_choice(self, mask: np.ndarray, ps: PodState) -> int:
         """The existing node a pod goes to among those that accept it (`mask`): the first, or with
-        `least_allocated` the one whose CPU and memory left after the pod, as fractions of what it
-        allocates, average highest (kube-scheduler's NodeResourcesFit score; ties to the first)."""
+        `least_allocated` the one kube-scheduler's default profile scores highest (ties to the first):
+        NodeResourcesFit `LeastAllocated` (CPU and memory left after the pod, as fractions of what the
+        node allocates, averaged), `NodeResourcesBalancedAllocation` (those fractions alike) and,
+        weighted 2, `PodTopologySpread`'s system default constraints for a controller's pod without
+        constraints of its own (fewest pods like it on the node, weight ln(nodes + 2), and in its
+        zone, weight ln(zones + 2); normalised over the accepting nodes) — which sends a
+        ReplicaSet's pods to an empty node first."""
         if not self.inp.settings.least_allocated:
             return int(np.argmax(mask))
         t = self.table
         rows = np.flatnonzero(mask)
-        bound = t.bound[rows, :2]  # CPU, memory: the solve's first two resources
-        left = bound - t.used[rows, :2] - ps.request[:2]
-        score = (left / np.maximum(bound, 1)).mean(axis=1)
+        bound = np.maximum(t.bound[rows, :2], 1)  # CPU, memory: the solve's first two resources
+        used = (t.used[rows, :2] + ps.request[:2]) / bound
+        score = (1.0 - used).mean(axis=1) + 1.0 - np.abs(used[:, 0] - used[:, 1]) / 2
+        pod = ps.pod
+        if not pod.topology_spread and pod.owner_kind and pod.labels:
+            raw = self._default_spread(ps)[rows]
+            low, high = raw.min(), raw.max()
+            score += 2.0 * ((high - raw) / (high - low) if high > low else 1.0)
         return int(rows[int(np.argmax(score))])
+
+    def _default_spread(self, ps: PodState) -> np.ndarray:
+        """Per existing node, kube-scheduler's raw default-spread count for pods labelled like `ps`
+        (the pods like it on the node, and in its zone, weighted as `_existing_choice` says)."""
+        t = self.table
+        key = frozenset(ps.pod.labels.items())
+        found = self._like.get(key)
+        if found is None:
+            found = np.zeros(t.existing, dtype=np.float64)
+            for j in range(t.existing):
+                node = t.state[j]
+                bound = node.pods if node is not None else ()
+                found[j] = sum(1 for p in bound if p.owner_kind != "DaemonSet" and frozenset(p.labels.items()) == key)
+                found[j] += sum(1 for q in t.pods[j] if frozenset(q.pod.labels.items()) == key)
+            self._like[key] = found
+        zones = self._zones()
+        per_zone = np.bincount(zones, weights=found, minlength=int(zones.max()) + 1 if len(zones) else 0)
+        weight_node = np.log(t.existing + 2)
+        weight_zone = np.log(per_zone.shape[0] + 2)
+        return np.asarray(weight_node * found + weight_zone * per_zone[zones])
+
+    def _zones(self) -> np.ndarray:
+        """Each existing node's zone, as an index."""
+        if self._zone_index is None:
+            names: dict[str, int] = {}
+            t = self.table
+            self._zone_index = np.array(
+                [names.setdefault((n.labels.get(ZONE, "") if n is not None else ""), len(names)) for n in
+                 t.state[: t.existing]], dtype=np.int64,
+            )  # fmt: skip
+        return self._zone_index
 
     def _classes_after(self, ps: PodState, other: Sequence[topo.Group]) -> tuple[dict[int, int], np.ndarray | None]:
         """For each class of target nodes the pod may join, the class the node becomes; and the
@@ -446,6 +489,10 @@ class Solver:
 
     def _accept(self, ps: PodState, j: int, cid: int, options: np.ndarray | None) -> None:
         t = self.table
+        if self._like and j < t.existing:
+            like = self._like.get(frozenset(ps.pod.labels.items()))
+            if like is not None:
+                like[j] += 1
         t.charge(j, ps.request)
         t.npods[j] += 1
         t.set_class(j, t.classes[cid])

@@ -401,10 +401,10 @@ class SchedulingSettings:
     replacement node at most, turn it off; karpy's repack consolidation keeps it on.
     `least_allocated`: which existing node accepts a pod that several could take — False: the
     first in the given order (creation time, then name: Karpenter's, spec §5.5 step 1); True:
-    the one kube-scheduler's default profile scores highest, the most free CPU and memory left
-    after the pod, as fractions of allocatable, averaged (NodeResourcesFit `LeastAllocated`; ties to
-    the first) — deprovisioning's model of where kube-scheduler puts a deleted node's pods
-    (`deprovisioning/simulation.py` `spill`).
+    the one kube-scheduler's default profile scores highest (`LeastAllocated`, balanced
+    allocation, and the default spread that sends a ReplicaSet's pods where fewest like them run:
+    `solver.Solver._existing_choice`; ties to the first) — deprovisioning's model of where
+    kube-scheduler puts a deleted node's pods (`deprovisioning/simulation.py` `spill`).
     """
 
     max_instance_types: int = 60

@@ -58,6 +58,23 @@ def test_least_allocated_puts_a_pod_on_the_node_with_the_most_room_left_as_kube_
     assert schedule(tie).existing_assignments == {"n-old": ("default/p",)}
 
 
+def test_least_allocated_sends_a_replicasets_pod_where_fewest_pods_like_it_run() -> None:
+    # kube-scheduler's default spread (weight 2) outweighs room: "roomy" holds four pods like it
+    like = [make_pod(f"x{i}", cpu="1", memory="1Gi", labels={"app": "x"}, owner_kind="ReplicaSet", node_name="roomy")
+            for i in range(4)]  # fmt: skip
+    roomy = make_node("roomy", cpu="16", memory="64Gi", created="2023-01-01T00:00:00Z", bound=like)
+    other = [make_pod("y", cpu="2", memory="8Gi", labels={"app": "y"}, owner_kind="ReplicaSet", node_name="tight")]
+    tight = make_node("tight", cpu="4", memory="16Gi", created="2023-01-02T00:00:00Z", bound=other)
+    pod = make_pod("p", cpu="1", memory="1Gi", labels={"app": "x"}, owner_kind="ReplicaSet")
+    settings = SchedulingSettings(least_allocated=True)
+    inp = SchedulingInput([pod], [make_provisioner()], small_catalog(), nodes=[roomy, tight], settings=settings)
+    assert schedule(inp).existing_assignments == {"tight": ("default/p",)}
+    # a pod with a spread of its own is scored by room alone (the defaults do not apply to it)
+    spread_own = make_pod("q", cpu="1", memory="1Gi", labels={"app": "x"}, owner_kind="ReplicaSet",
+                          spread=[spread(ARCH, {"app": "x"}, max_skew=5)])  # fmt: skip
+    assert schedule(dataclasses.replace(inp, pods=[spread_own])).existing_assignments == {"roomy": ("default/q",)}
+
+
 def test_full_existing_nodes_are_skipped() -> None:
     busy = make_node("n1", cpu="1", bound=[make_pod("old", cpu="900m", node_name="n1")])
     assert node_of(run([make_pod("p", cpu="200m")], nodes=[busy]), "p") == "default-1"
