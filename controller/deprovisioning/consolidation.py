@@ -174,15 +174,19 @@ def filter_out_same_type(cmd: Command) -> Command | None:
 
 
 def consolidation_candidates(inputs: Inputs) -> tuple[list[Candidate], list[Event]]:
-    """Consolidatable candidates, filtered (PDB, do-not-evict) and ordered by disruption cost;
-    an `Unconsolidatable` event per node an annotation opts out."""
+    """Consolidatable candidates, filtered (PDB, do-not-evict) and ordered by disruption cost,
+    without the nodes that settle after a command (`Inputs.settling`); an `Unconsolidatable`
+    event per node an annotation opts out or that settles."""
     events: list[Event] = []
 
     def eligible(cand: Candidate) -> bool:
         why = consolidation_blocker(cand.node, inputs)
         if why is not None and "annotation" in why:
             events.append(unconsolidatable(cand.name, why))
-        return why is None
+        settles = inputs.settling(cand.node) if why is None else ""
+        if settles:
+            events.append(unconsolidatable(cand.name, settles))
+        return why is None and not settles
 
     found = candidates(inputs, eligible)
     kept, blocked = filter_candidates(found, inputs)

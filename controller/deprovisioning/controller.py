@@ -33,6 +33,10 @@ pods karpy is bringing capacity for — their last provisioning evaluation in th
 binding), a pass runs no consolidation method (`decide.py`), logged when it starts and said in
 `last_pass["waiting"]`.
 
+Each command's span (start until its candidates are gone) is kept while the nodes that arrived for
+its pods settle (`Inputs.settling`: no consolidation candidates for 5 min after their creation) and
+passed into every pass as `Inputs.displacements`; a restarted controller starts without them.
+
 Each pass's simulations get `consolidation_budget_seconds` of wall time (`Deadline`); a pass
 that stops on it keeps where it stopped (`_progress`) and the next pass — at once, not after the
 poll period — continues there (anytime, issue 21). The last pass's time, the candidates each
@@ -67,11 +71,14 @@ from controller.deprovisioning.launcher import Launcher
 from controller.deprovisioning.outlook import Outlook, node_outlooks, unconsolidatable_reasons, underway_of
 from controller.deprovisioning.types import (
     CONSOLIDATION,
+    DISPLACED_SECONDS,
     DRIFT,
+    SETTLE_SECONDS,
     Action,
     Annotate,
     Command,
     DeprovisioningSettings,
+    Displacement,
     Event,
     Inputs,
     Progress,
@@ -155,6 +162,7 @@ class DeprovisioningController:
         self.decisions = decisions or DecisionLog(clock)
         self._pending: Pending | None = None
         self._execution: Execution | None = None
+        self._displacements: list[Displacement] = []  # the recent commands' spans (`Inputs.settling`)
         self._idle_since: tuple[int, float] | None = None  # (state generation, time) the flag was set
         self._due = float("-inf")  # when the next full pass may run (`decide.next_pass_at`)
         self._marked = -1  # the state generation the node markers last ran on
@@ -239,7 +247,7 @@ class DeprovisioningController:
         drift = self.drift.inputs(snap, types)
         # the pods' last provisioning evaluations (the scale-up rule): a full pass's, not the markers'
         evaluations = self.decisions.outcomes("pod/") if budget is not None else None
-        return Inputs.of(snap, types.types, consolidated, budget, progress, drift, evaluations)
+        return Inputs.of(snap, types.types, consolidated, budget, progress, drift, evaluations, self._displacements)
 
     @staticmethod
     def _drifts(cmd: Command, inputs: Inputs) -> dict[str, Drift]:
@@ -379,13 +387,13 @@ class DeprovisioningController:
         assert ex.deleted is not None
         remaining = [name for name in ex.command.node_names if name in snap.nodes]
         if not remaining:
-            self._execution = None
+            self._ended(snap.now)
             return
         if snap.now - ex.deleted > self.settings.deletion_timeout_seconds:
             log.error(
                 "deprovisioning via %s: nodes %s not gone after deletion", ex.command.reason, ", ".join(remaining)
             )
-            self._execution = None
+            self._ended(snap.now)
             return
         for name in remaining:
             self._event(Event(name, E.WAITING_DELETION, E.WAITING_DELETION_MESSAGE))
@@ -397,11 +405,21 @@ class DeprovisioningController:
         M.REPLACEMENT_LAUNCH_FAILED.labels(deprovisioner=ex.command.reason).inc()
         self.decisions.record(decisionlog.failed(ex.command, why))
         self._state.unmark_for_deletion(ex.command.node_names)
-        self._execution = None
+        self._ended(snap.now)
         for name in ex.command.node_names:
             node = snap.nodes.get(name)
             if node is not None and not node.deleting:
                 self._uncordon(name, node.obj)
+
+    def _ended(self, now: float) -> None:
+        """The command in progress is over: its span is kept while nodes that arrived for its pods
+        may still settle (`Inputs.settling`)."""
+        ex = self._execution
+        assert ex is not None
+        self._execution = None
+        horizon = DISPLACED_SECONDS + SETTLE_SECONDS
+        self._displacements = [d for d in self._displacements if d.ended + horizon > now]
+        self._displacements.append(Displacement(ex.started, now))
 
     def _delete(self, cmd: Command) -> None:
         for cand in cmd.candidates:

@@ -21,6 +21,7 @@ as it needs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -32,6 +33,7 @@ from controller.apis.drifthash import node_template_hash_annotations, provisione
 from controller.apis.provisioner import Provisioner
 from controller.cloudprovider.drift import Drift
 from controller.core.labels import BINDING_HOLD, CAPACITY_TYPE
+from controller.core.timestamps import format_timestamp
 from controller.decisions import IGNORED, LAUNCH_FAILED, UNSCHEDULABLE
 from controller.scheduling.types import (
     InstanceType,
@@ -154,7 +156,8 @@ class Inputs:
     while set, the consolidation methods do nothing. `budget` and `progress`: see the module
     docstring (anytime passes). `evaluations`: pod key → the outcome of its last provisioning
     evaluation (`controller.decisions`: launched, nominated, unschedulable, …; a pod absent has
-    not been evaluated yet), which `scale_up` reads.
+    not been evaluated yet), which `scale_up` reads. `displacements`: the recent deprovisioning
+    commands' spans, which `settling` reads.
     """
 
     state: Snapshot
@@ -164,6 +167,7 @@ class Inputs:
     progress: Progress = field(default_factory=Progress)
     drift: DriftInputs = field(default_factory=DriftInputs)
     evaluations: Mapping[str, str] = field(default_factory=dict)
+    displacements: tuple[Displacement, ...] = ()
 
     @staticmethod
     def of(
@@ -174,11 +178,12 @@ class Inputs:
         progress: Progress | None = None,
         drift: DriftInputs | None = None,
         evaluations: Mapping[str, str] | None = None,
+        displacements: Sequence[Displacement] = (),
     ) -> Inputs:
         types = {v.name: tuple(instance_types.get(v.name, ())) for v in state.valid_provisioners()}
         return Inputs(
             state, types, consolidated, budget or Unlimited(), progress or Progress(), drift or DriftInputs(),
-            evaluations if evaluations is not None else {},
+            evaluations if evaluations is not None else {}, tuple(displacements),
         )  # fmt: skip
 
     @property
@@ -261,6 +266,21 @@ class Inputs:
             )
         return ""
 
+    def settling(self, node: NodeView) -> str:
+        """Why `node` is not a consolidation candidate yet — it settles — or "" (the rule's one
+        home, issue 21). A node created while a deprovisioning command moved pods, or within
+        `DISPLACED_SECONDS` after its candidates were gone (`displacements`), holds that command's
+        replacements or the pods it displaced that found no room elsewhere (provisioning launched
+        it for them); consolidating it again at once repeats the move. Such a node settles for
+        `SETTLE_SECONDS` after its creation; then it is a candidate like any other."""
+        if self.now - node.created >= SETTLE_SECONDS:
+            return ""
+        for span in self.displacements:
+            if span.started <= node.created <= span.ended + DISPLACED_SECONDS:
+                until = format_timestamp(node.created + SETTLE_SECONDS)
+                return f"it arrived for pods a deprovisioning command moved; it settles until {until}"
+        return ""
+
     @cached_property
     def stamps(self) -> Mapping[str, Stamps]:
         """Per valid Provisioner, its nodes' drift stamps now (hashed once per pass)."""
@@ -274,6 +294,24 @@ class Inputs:
     def node(self, name: str) -> NodeView | None:
         node = self.state.nodes.get(name)
         return node if node is not None and node.owned else None
+
+
+@dataclass(frozen=True)
+class Displacement:
+    """A deprovisioning command's span: from when it started (cordoned, launched or deleted) until
+    its candidates were gone (inf while it runs). `Inputs.settling` reads it."""
+
+    started: float
+    ended: float = math.inf
+
+
+SETTLE_SECONDS = 5 * 60.0
+"""How long a node that arrived for a command's moved pods is kept from consolidation
+(`Inputs.settling`): Karpenter v0.18's stabilization window after a node creation or deletion."""
+
+DISPLACED_SECONDS = 60.0
+"""After a command's candidates are gone, how long new nodes still count as launched for its
+pods (a provisioning batch takes at most 10 s, kube-scheduler marks a pod within seconds)."""
 
 
 CAPACITY_NOT_COMING = frozenset({UNSCHEDULABLE, LAUNCH_FAILED, IGNORED})

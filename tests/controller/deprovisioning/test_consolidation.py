@@ -13,6 +13,7 @@ from controller.deprovisioning.candidates import candidates
 from controller.deprovisioning.consolidation import (
     compute_consolidation,
     consolidation_blocker,
+    consolidation_candidates,
     filter_out_same_type,
     worst_launch_price,
 )
@@ -20,7 +21,7 @@ from controller.deprovisioning.emptynodeconsolidation import EmptyNodeConsolidat
 from controller.deprovisioning.multinodeconsolidation import MultiNodeConsolidation
 from controller.deprovisioning.simulation import Spill
 from controller.deprovisioning.singlenodeconsolidation import SingleNodeConsolidation
-from controller.deprovisioning.types import CONSOLIDATION, Command, Inputs
+from controller.deprovisioning.types import CONSOLIDATION, SETTLE_SECONDS, Command, Displacement, Inputs
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult
 from tests.builders.deprovisioning import (
@@ -29,6 +30,7 @@ from tests.builders.deprovisioning import (
     SMALL,
     ZONAL_LARGE,
     ZONAL_SMALL,
+    at,
     instance_type,
     kube_scheduler_spill,
     make_inputs,
@@ -188,3 +190,32 @@ def test_no_consolidation_method_acts_while_the_cluster_is_consolidated() -> Non
     inputs = make_inputs(nodes, ON_DEMAND, consolidated=True)
     for method in (EmptyNodeConsolidation(), MultiNodeConsolidation(), SingleNodeConsolidation()):
         assert method.compute(inputs, schedule).command is None
+
+
+def test_a_node_that_arrived_for_a_commands_pods_settles_before_it_is_a_candidate_again() -> None:
+    # a command ran from at(0) until its candidates were gone at at(30)
+    span = (Displacement(at(0), at(30)),)
+    nodes = [
+        make_node("old", pods=[make_pod("a")], created=at(-100)),  # before the command: a candidate
+        make_node("during", pods=[make_pod("b")], created=at(10)),  # its replacement or a displaced pod's node
+        make_node("after", pods=[make_pod("c")], created=at(80)),  # launched within 60 s of its end
+        make_node("later", pods=[make_pod("d")], created=at(95)),  # more than 60 s after: unrelated
+    ]
+
+    def names(now: float) -> set[str]:
+        inputs = dataclasses.replace(make_inputs(nodes, ON_DEMAND, now=now), displacements=span)
+        cands, events = consolidation_candidates(inputs)
+        settling = {e.node for e in events if "settles until" in e.message}
+        assert settling.isdisjoint(c.name for c in cands)
+        return {c.name for c in cands}
+
+    assert names(at(100)) == {"old", "later"}
+    assert names(at(10 + SETTLE_SECONDS)) == {"old", "later", "during"}  # 5 min after its creation
+    assert names(at(80 + SETTLE_SECONDS)) == {"old", "later", "during", "after"}
+    # without the span (no command ran) every node is a candidate
+    assert {c.name for c in consolidation_candidates(make_inputs(nodes, ON_DEMAND, now=at(100)))[0]} == {
+        "old",
+        "during",
+        "after",
+        "later",
+    }

@@ -275,6 +275,35 @@ def test_replacement_is_ready_before_the_old_node_goes() -> None:
     assert world.metric("karpenter_machines_created", reason="consolidation/replace", provisioner="default") == 1
 
 
+def test_the_replacement_settles_after_its_command_before_it_is_consolidated() -> None:
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("big", "large")
+    world.node("home", "large")  # never a candidate; full for now
+    world.kube.patch(NODES, "home", {"metadata": {"annotations": {L.DO_NOT_CONSOLIDATE: "true"}}})
+    world.pod("a", "big", cpu="1.5")
+    world.pod("b", "home", cpu="7")
+    world.reconcile()
+    assert world.unschedulable("big")  # replaced by a small node
+    new = next(n["metadata"]["name"] for n in world.kube.items(NODES) if n["metadata"]["name"] not in ("big", "home"))
+    ready = [{"type": "Ready", "status": "True"}]
+    world.kube.patch(NODES, new, {"metadata": {"labels": {L.INITIALIZED: "true"}}, "status": {"conditions": ready}})
+    world.reconcile(step=2)
+    assert world.deleting() == ["big"]
+    world.kube.patch(NODES, "big", {"metadata": {"finalizers": None}})  # drained: the node goes
+    world.kube.delete(PODS, "a")
+    world.pod("a2", new, cpu="1.5")  # its successor, on the replacement
+    world.kube.delete(PODS, "b")  # now "home" has room for it: deleting the replacement would save $/h
+    world.reconcile(step=1)  # the command is over
+    for _ in range(4):  # passes every poll period: the replacement settles, kept from consolidation
+        world.reconcile(step=11)
+        assert not world.unschedulable(new) and new not in world.deleting()
+    assert any(e["reason"] == "Unconsolidatable" and "settles until" in e["message"] for e in world.kube.events)
+    world.reconcile(step=300)  # 5 min after its creation it is a candidate again: deleted
+    world.reconcile(step=1)
+    assert new in world.deleting()
+
+
 def test_failed_launch_uncordons_and_keeps_the_node() -> None:
     world = World(validation_wait_seconds=0)
     consolidating(world)
