@@ -16,6 +16,7 @@ from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 from controller.core import labels as L
 from controller.core.labels import DEPROVISIONING_CORDON
 from controller.decisions import LAUNCHED, UNSCHEDULABLE, WAITING
+from controller.kube.errors import ConflictError, KubeError
 from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES
 from controller.provisioning.controller import (
     FAILED_SCHEDULING_EVENTS_PER_PASS,
@@ -38,6 +39,10 @@ class Env(World):
 
     def run_batch(self) -> object:
         self.sync()
+        return self.run_batch_unsynced()
+
+    def run_batch_unsynced(self) -> object:
+        """A batch over cluster state as last synced (what the API holds now may differ)."""
         assert self.controller.reconcile() is None  # opens the window
         self.clock.step(1.1)
         return self.controller.reconcile()
@@ -301,8 +306,8 @@ ZONE_SPREAD = [{"maxSkew": 1, "topologyKey": L.ZONE, "whenUnsatisfiable": "DoNot
                 "labelSelector": {"matchLabels": {"app": "s"}}}]  # fmt: skip
 
 
-def gated_pod(name: str, **spec: Any) -> dict[str, Any]:
-    pod = make_pod(name, cpu="500m", labels={"app": "s"}, pending=False, tolerations=TOLERATE,
+def gated_pod(name: str, cpu: str = "500m", **spec: Any) -> dict[str, Any]:
+    pod = make_pod(name, cpu=cpu, labels={"app": "s"}, pending=False, tolerations=TOLERATE,
                    topologySpreadConstraints=ZONE_SPREAD, **spec)  # fmt: skip
     pod["spec"]["schedulingGates"] = [{"name": L.TOPOLOGY_GATE}]
     return pod
@@ -495,14 +500,11 @@ def nomination(env: Env, pod: str) -> str:
     return str(env.kube.get(PODS, pod, "default")["status"].get("nominatedNodeName") or "")
 
 
-def free_spread_pod(name: str, cpu: str = "500m") -> dict[str, Any]:
-    """A zonal-spread pod without karpy's gate: karpy plans it, kube-scheduler binds it."""
-    return make_pod(name, cpu=cpu, labels={"app": "s"}, tolerations=TOLERATE, topologySpreadConstraints=ZONE_SPREAD)
-
-
 def test_a_spread_pod_karpy_does_not_bind_is_nominated_to_its_new_node_just_before_the_release() -> None:
+    """Gated, placed, pinned to the new node's zone (issue 17), left to kube-scheduler and told
+    where it is expected."""
     env = make_env(startupTaints=[])
-    env.kube.put(PODS, free_spread_pod("s0"))
+    env.kube.put(PODS, gated_pod("s0"))
     env.kube.put(PODS, make_pod("plain", cpu="500m", tolerations=TOLERATE))
     outcome = env.run_batch()
     assert isinstance(outcome, ProvisioningPass)
@@ -514,9 +516,18 @@ def test_a_spread_pod_karpy_does_not_bind_is_nominated_to_its_new_node_just_befo
     assert writes.index(("pods", "status")) < writes.index(("nodes", None))  # nominated, then uncordoned
 
 
+def test_a_pod_with_a_spread_not_pinned_is_left_to_kube_scheduler_without_a_nomination() -> None:
+    env = make_env(startupTaints=[])
+    spread = make_pod("s0", labels={"app": "s"}, tolerations=TOLERATE, topologySpreadConstraints=ZONE_SPREAD)
+    env.kube.put(PODS, spread)
+    outcome = env.run_batch()
+    assert isinstance(outcome, ProvisioningPass) and outcome.nominated == {}
+    assert len(env.kube.items(NODES)) == 1 and env.kube.bindings == [] and nomination(env, "s0") == ""
+
+
 def test_a_nominated_pod_is_not_provisioned_for_again_and_its_room_stays_its_own() -> None:
     env = make_env(startupTaints=[])
-    env.kube.put(PODS, free_spread_pod("s0", cpu="1500m"))
+    env.kube.put(PODS, gated_pod("s0", cpu="1500m"))
     env.run_batch()
     (node,) = env.kube.items(NODES)
     env.kube.put(PODS, make_pod("later", cpu="1500m", tolerations=TOLERATE))  # would fit in s0's room
@@ -551,13 +562,25 @@ def test_with_binding_off_every_planned_pod_is_nominated_to_its_new_node() -> No
     assert "unschedulable" not in node["spec"] and nomination(env, "p0") == node["metadata"]["name"]
 
 
-def test_a_refused_nomination_changes_nothing_and_the_next_pass_writes_it() -> None:
-    from controller.kube.errors import ConflictError
+def test_a_conflicting_nomination_is_written_again_against_the_pod_as_it_is_now() -> None:
+    env = make_env()
+    env.kube.put(NODES, make_node("existing", cpu="4"))
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.sync()
+    env.kube.patch(PODS, "p0", {"status": {"message": "tried"}}, "default")  # kube-scheduler's write, unseen
+    outcome = env.run_batch_unsynced()
+    assert isinstance(outcome, ProvisioningPass) and outcome.nominated == {"default/p0": "existing"}
+    assert nomination(env, "p0") == "existing"
+    status_writes = [c for c in env.kube.calls if c[0] == "patch" and c[1][:3] == ("pods", "p0", "status")]
+    assert len(status_writes) == 2  # the first refused (409), the second against the pod read again
 
+
+def test_a_refused_nomination_changes_nothing_and_the_next_pass_writes_it() -> None:
     env = make_env()
     env.kube.put(NODES, make_node("existing", cpu="4"))
     env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
     env.kube.fail_next["patch"] = ConflictError("the object has been modified", 409)
+    env.kube.fail_next["get"] = KubeError("the apiserver is slow", 504)
     outcome = env.run_batch()
     assert isinstance(outcome, ProvisioningPass) and outcome.nominated == {}
     assert nomination(env, "p0") == ""

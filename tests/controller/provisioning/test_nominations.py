@@ -6,7 +6,7 @@ from typing import Any
 
 from controller.clock import FakeClock
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
-from controller.provisioning.nominations import nominations, status_patch
+from controller.provisioning.nominations import Nomination, nominations, status_patch, still_wanted
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 from tests.builders.wire import make_node, make_pod, make_provisioner
@@ -81,24 +81,20 @@ def test_never_onto_a_node_that_is_gone_or_being_deleted() -> None:
     assert written(snap, [("default/a", "n2"), ("default/b", "n9")]) == []
 
 
-def test_a_zonal_spread_nominates_at_most_max_skew_pods_of_its_group_a_node() -> None:
-    """kube-scheduler counts the other pods nominated to the node it evaluates in the spread:
-    two of one group nominated to one node would make each other fail there (maxSkew 1)."""
-    pods = [make_pod(n, **spread()) for n in ("a", "b", "c", "d")]
-    pods.append(make_pod("other", labels={"app": "api"}, **spread("api")))
+def test_a_pod_with_a_spread_its_selector_does_not_fix_is_not_nominated() -> None:
+    """kube-scheduler counts a pod nominated to a node in the spread of every other pod of the
+    group evaluated there: the node would be closed to the group whenever its zone is at the
+    minimum."""
+    anyway = {**spread()["topologySpreadConstraints"][0], "whenUnsatisfiable": "ScheduleAnyway"}
+    pods = [make_pod("zonal", **spread()), make_pod("host", **spread(key="kubernetes.io/hostname"))]
+    pods += [make_pod("other-key", nodeSelector={"team": "a"}, **spread())]
+    pods += [make_pod("anyway", topologySpreadConstraints=[anyway])]
     snap = snapshot(pods)
-    planned = [("default/a", "n1"), ("default/b", "n1"), ("default/c", "n2"), ("default/other", "n1")]
-    assert written(snap, planned) == [("a", "n1"), ("c", "n2"), ("other", "n1")]
+    planned = [(f"default/{n}", "n1") for n in ("zonal", "host", "other-key", "anyway")]
+    assert written(snap, planned) == [("anyway", "n1")]
 
 
-def test_the_cap_counts_the_pods_already_nominated_there_and_max_skew() -> None:
-    pods = [nominated(make_pod("a", **spread(skew=2)), "n1"), make_pod("b", **spread(skew=2))]
-    pods += [make_pod("c", **spread(skew=2))]
-    snap = snapshot(pods)
-    assert written(snap, [("default/b", "n1"), ("default/c", "n1")]) == [("b", "n1")]
-
-
-def test_a_spread_pinned_to_its_zone_is_not_capped() -> None:
+def test_a_spread_pinned_to_its_zone_is_nominated_however_many_a_node() -> None:
     """A pod whose node selector fixes the spread's key (karpy's topology gate pins it) counts
     only its own domain: the nominated pods raise the minimum with the node's count."""
     pods = [make_pod(n, nodeSelector={ZONE: "zone-a"}, **spread()) for n in ("a", "b", "c")]
@@ -106,9 +102,11 @@ def test_a_spread_pinned_to_its_zone_is_not_capped() -> None:
     assert written(snap, [(f"default/{n}", "n1") for n in "abc"]) == [("a", "n1"), ("b", "n1"), ("c", "n1")]
 
 
-def test_zone_anti_affinity_nominates_one_pod_of_the_term_a_node() -> None:
+def test_zone_anti_affinity_nominates_one_pod_of_the_term_a_node_counting_those_there() -> None:
     snap = snapshot([make_pod("a", **zone_anti()), make_pod("b", **zone_anti())])
     assert written(snap, [("default/a", "n1"), ("default/b", "n1")]) == [("a", "n1")]
+    snap = snapshot([nominated(make_pod("a", **zone_anti()), "n1"), make_pod("b", **zone_anti())])
+    assert written(snap, [("default/b", "n1"), ("default/b", "n2")]) == [("b", "n2")]
 
 
 def test_a_nomination_to_a_node_that_is_gone_is_cleared_unless_asked_not_to() -> None:
@@ -124,6 +122,18 @@ def test_at_most_limit_writes() -> None:
 
 def test_status_patch_is_guarded_by_the_resource_version_and_clears_with_null() -> None:
     snap = snapshot([make_pod("a")])
-    pod = snap.pods["default/a"]
-    assert status_patch(pod, "n1") == {"status": {"nominatedNodeName": "n1"}, "metadata": {"resourceVersion": "1"}}
-    assert status_patch(pod, "")["status"] == {"nominatedNodeName": None}
+    obj = snap.pods["default/a"].obj
+    assert status_patch(obj, "n1") == {"status": {"nominatedNodeName": "n1"}, "metadata": {"resourceVersion": "1"}}
+    assert status_patch(obj, "")["status"] == {"nominatedNodeName": None}
+
+
+def test_after_a_conflict_the_pod_read_again_takes_the_nomination_only_while_pending_and_unchanged() -> None:
+    snap = snapshot([make_pod("a"), nominated(make_pod("z"), "gone")])
+    a, z = snap.pods["default/a"], snap.pods["default/z"]
+    move, clear = Nomination(a, "n1"), Nomination(z, "")
+    assert still_wanted(make_pod("a"), move)
+    assert not still_wanted(make_pod("a", node="n2"), move)  # bound by kube-scheduler meanwhile
+    assert not still_wanted(nominated(make_pod("a"), "n1"), move)  # already there
+    assert not still_wanted(make_pod("a", phase="Failed"), move)
+    assert still_wanted(nominated(make_pod("z"), "gone"), clear)
+    assert not still_wanted(nominated(make_pod("z"), "n2"), clear)  # nominated elsewhere meanwhile: kept

@@ -1,8 +1,10 @@
 """End to end: a pod karpy leaves to kube-scheduler is told its node (issue 21; nominations.py).
 
-A zonal-spread pod karpy launches a node for is not bound by karpy (its spread counts pods on
-other nodes, `bindcheck.py`): karpy writes the node into its `status.nominatedNodeName` as it
-releases the node, and kube-scheduler keeps the node's room for it. Meanwhile other pods of the
+A zonal-spread pod karpy launches a node for — gated at creation by karpy's pod webhook, as the
+chart installs it, and pinned to the node's zone when karpy lifts the gate (issue 17) — is not
+bound by karpy (its spread counts pods on other nodes, `bindcheck.py`): karpy writes the node
+into its `status.nominatedNodeName` as it releases the node, and kube-scheduler keeps the node's
+room for it. Meanwhile other pods of the
 same priority that would fit that room keep arriving, as in a large scale-up — pods karpy never
 provisions for (a `matchFields` node affinity, spec §3.4), so only kube-scheduler places them,
 and it tries each new one at once while the spread pod, which failed twice already (no node, then
@@ -14,14 +16,13 @@ reservation and the spread pod is bound to the node launched for it.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 
 from controller.core import labels as L
 from controller.kube.errors import KubeError
 from controller.kube.resources import PODS
-from tests.e2e.env import KarpyEnv
+from tests.e2e.env import KarpyEnv, WebhookServer
 from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
@@ -94,14 +95,14 @@ class Arrivals:
 
 
 def test_a_spread_pod_is_bound_to_the_node_karpy_launched_for_it_though_other_pods_would_fit_first(
-    karpy: KarpyEnv,
+    karpy: KarpyEnv, webhook_server: WebhookServer
 ) -> None:
     # one shape of node: 4 CPUs, room for the spread pod (3) or two of the others (1.5), not both
     karpy.provisioner(requirements=[{"key": L.INSTANCE_TYPE, "operator": "In", "values": ["m5.xlarge"]}])
     karpy.start()
     watch = Nominations(karpy)
     karpy.deployment("spread", 1, cpu="3", memory="256Mi", topologySpreadConstraints=SPREAD)
-    until(lambda: any(_unschedulable(p) for p in karpy.pods("spread")), 30, "the spread pod marked Unschedulable")
+    until(lambda: karpy.pods("spread"), 30, "the spread pod created (gated by karpy's pod webhook)")
     arrivals = Arrivals(karpy)
     try:
         (spread,) = until(lambda: [p for p in karpy.pods("spread") if p["spec"].get("nodeName")], 60, "spread bound")
@@ -110,6 +111,8 @@ def test_a_spread_pod_is_bound_to_the_node_karpy_launched_for_it_though_other_po
         watch.stop()
     launched = [n["metadata"]["name"] for n in karpy.nodes()]
     assert launched == [spread["spec"]["nodeName"]], launched  # the node karpy launched for it, and only one
+    (node,) = karpy.nodes()
+    assert spread["spec"]["nodeSelector"] == {L.ZONE: node["metadata"]["labels"][L.ZONE]}  # pinned by karpy
     assert watch.errors == [] and arrivals.errors == [] and arrivals.created > 0
     nominated = watch.seen.get(spread["metadata"]["name"], [])
     assert nominated and set(nominated) == {spread["spec"]["nodeName"]}, watch.seen  # told before it was bound
@@ -117,8 +120,3 @@ def test_a_spread_pod_is_bound_to_the_node_karpy_launched_for_it_though_other_po
     others = karpy.pods("other")
     assert all(not p["spec"].get("nodeName") for p in others), [p["spec"].get("nodeName") for p in others]
     assert len(karpy.nodes()) == 1
-
-
-def _unschedulable(pod: dict[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions)
