@@ -136,7 +136,7 @@ bench-memory: $(STAMP) cluster-binaries
 	$(BIN)/python -m bench.memory --pods $(BENCH_MEMORY_PODS) $(MEMORY_ARGS)
 
 # A consolidation pass on the local control plane (issue 21): karpy's own launcher builds a fleet of ~1,000
-# kwok nodes (one instance type, planned by karpy for 36,000 pods of the end-to-end mix), kube-scheduler
+# kwok nodes (one instance type, planned by karpy for 33,000 pods of the end-to-end mix), kube-scheduler
 # places 20,000 pods of five Deployments on it, then the Provisioner is widened with consolidation on
 # and each deprovisioning pass is read from the controller's /metrics (wall and CPU time, candidates
 # covered, complete or resumed, the commands). SWEEP_ARGS="--follow 120" watches on after the first
