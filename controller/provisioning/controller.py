@@ -74,13 +74,7 @@ from controller.provisioning.launcher import Launcher, LaunchError, LaunchResult
 from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
 from controller.provisioning.nodetemplates import instance_types_for
-from controller.provisioning.nominations import (
-    NOMINATIONS_PER_PASS,
-    Nomination,
-    nominations,
-    status_patch,
-    still_wanted,
-)
+from controller.provisioning.nominations import NOMINATIONS_PER_PASS, Nomination, nominations, status_patch
 from controller.provisioning.spreadpin import Pinner
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import NewNode, PodRequest, SchedulingResult, SchedulingSettings
@@ -396,30 +390,17 @@ class ProvisioningController:
             log.info("nominations for kube-scheduler: %d of %d written", written, len(todo))
 
     def _write_nomination(self, n: Nomination) -> bool:
-        pod, obj = n.pod, n.pod.obj
-        for attempt in range(2):  # kube-scheduler writes the pod's status too: one re-read on a conflict
-            try:
-                updated = self.kube.patch(
-                    PODS, pod.name, status_patch(obj, n.node), namespace=pod.namespace, subresource="status"
-                )
-            except ConflictError:
-                if attempt:
-                    return False
-                try:
-                    obj = self.kube.get(PODS, pod.name, pod.namespace)
-                except (KubeError, OSError):
-                    return False
-                if not still_wanted(obj, n):
-                    return False  # bound (say) meanwhile
-                continue
-            except NotFoundError:
-                return False
-            except (KubeError, OSError) as err:
-                log.warning("nominating pod %s to node %r: %s", pod.key, n.node, err)
-                return False
-            self.state.apply(PODS.name, "MODIFIED", updated)
-            return True
-        return False
+        pod = n.pod
+        try:
+            patch = status_patch(n.node)
+            updated = self.kube.patch(PODS, pod.name, patch, namespace=pod.namespace, subresource="status")
+        except NotFoundError:
+            return False  # gone meanwhile
+        except (KubeError, OSError) as err:
+            log.warning("nominating pod %s to node %r: %s", pod.key, n.node, err)
+            return False
+        self.state.apply(PODS.name, "MODIFIED", updated)
+        return True
 
     def _pin(self, pins: Sequence[tuple[PodView, Mapping[str, str]]]) -> None:
         """Lift the topology gate of each pod with its node's domains pinned, in parallel."""

@@ -49,15 +49,17 @@ A nominated pod is not provisionable (Karpenter's rule for a preempting pod, `Po
 until kube-scheduler binds it or clears the nomination, so karpy does not launch for it again;
 its requests and labels count on its nominated node in the next passes' plans
 (`state/schedulinginput.py`), as kube-scheduler reserves them. The writes (`Nominator`) go to
-the pods/status subresource (`status_patch`, a merge patch guarded by the pod's resourceVersion;
-written by the provisioning controller). kube-scheduler writes the status of a pod it tries, so a
-conflict is common: the pod is read again and, if `still_wanted`, patched once more against that
-version; a second conflict or an error changes nothing (the next pass decides again).
+the pods/status subresource (`status_patch`, a merge patch of that one field, written by the
+provisioning controller) without a resourceVersion: kube-scheduler writes the status of every pod
+it tries, so a guarded write would conflict most of the time (measured at 5,000 pods: 30 of 249
+written in one pass). A pod kube-scheduler binds in the instant between the decision and the
+write keeps an inert field — kube-scheduler's nominator ignores a bound pod's nomination, and
+karpy counts only unbound ones. An error changes nothing; the next pass decides again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,24 +158,6 @@ def nominations(
     return out
 
 
-def status_patch(obj: Mapping[str, Any], node: str) -> dict[str, Any]:
-    """The merge patch of pods/status setting (or, with "", removing) the nomination, valid only
-    against the resourceVersion of `obj`, the pod as last read."""
-    patch: dict[str, Any] = {"status": {"nominatedNodeName": node or None}}
-    rv = (obj.get("metadata") or {}).get("resourceVersion")
-    if rv:
-        patch["metadata"] = {"resourceVersion": rv}
-    return patch
-
-
-def still_wanted(obj: Mapping[str, Any], n: Nomination) -> bool:
-    """Whether the pod as read again (after a conflict: kube-scheduler writes its status too)
-    still takes the nomination: not bound, not being deleted, not terminal, not nominated there
-    already — and, for a clearing, still nominated where it was when that was decided."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    now = status.get("nominatedNodeName") or ""
-    return (
-        not spec.get("nodeName") and not (obj.get("metadata") or {}).get("deletionTimestamp")
-        and status.get("phase") not in ("Succeeded", "Failed") and now != n.node
-        and (bool(n.node) or now == n.pod.nominated_node_name)
-    )  # fmt: skip
+def status_patch(node: str) -> dict[str, Any]:
+    """The merge patch of pods/status setting (or, with "", removing) the nomination."""
+    return {"status": {"nominatedNodeName": node or None}}

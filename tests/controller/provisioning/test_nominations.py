@@ -6,7 +6,7 @@ from typing import Any
 
 from controller.clock import FakeClock
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
-from controller.provisioning.nominations import Nomination, nominations, status_patch, still_wanted
+from controller.provisioning.nominations import nominations, status_patch
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 from tests.builders.wire import make_node, make_pod, make_provisioner
@@ -120,20 +120,6 @@ def test_at_most_limit_writes() -> None:
     assert written(snap, [(f"default/{n}", "n1") for n in "abc"], limit=2) == [("a", "n1"), ("b", "n1")]
 
 
-def test_status_patch_is_guarded_by_the_resource_version_and_clears_with_null() -> None:
-    snap = snapshot([make_pod("a")])
-    obj = snap.pods["default/a"].obj
-    assert status_patch(obj, "n1") == {"status": {"nominatedNodeName": "n1"}, "metadata": {"resourceVersion": "1"}}
-    assert status_patch(obj, "")["status"] == {"nominatedNodeName": None}
-
-
-def test_after_a_conflict_the_pod_read_again_takes_the_nomination_only_while_pending_and_unchanged() -> None:
-    snap = snapshot([make_pod("a"), nominated(make_pod("z"), "gone")])
-    a, z = snap.pods["default/a"], snap.pods["default/z"]
-    move, clear = Nomination(a, "n1"), Nomination(z, "")
-    assert still_wanted(make_pod("a"), move)
-    assert not still_wanted(make_pod("a", node="n2"), move)  # bound by kube-scheduler meanwhile
-    assert not still_wanted(nominated(make_pod("a"), "n1"), move)  # already there
-    assert not still_wanted(make_pod("a", phase="Failed"), move)
-    assert still_wanted(nominated(make_pod("z"), "gone"), clear)
-    assert not still_wanted(nominated(make_pod("z"), "n2"), clear)  # nominated elsewhere meanwhile: kept
+def test_status_patch_sets_or_clears_the_one_field() -> None:
+    assert status_patch("n1") == {"status": {"nominatedNodeName": "n1"}}
+    assert status_patch("") == {"status": {"nominatedNodeName": None}}
