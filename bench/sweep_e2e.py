@@ -52,6 +52,7 @@ RSS and peak; the load average. Until the first command has been started (valida
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -66,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.e2e import DEPLOYMENTS, NAMESPACE, PodProgress, deployment, follow, metrics_text, proc_stats
+from bench.e2e import DEPLOYMENTS, NAMESPACE, PodProgress, deployment, follow, proc_stats
 from bench.halving import pods_of
 from bench.karpenter_e2e import KWOK_TYPES, REQUIREMENTS, Profiler, kwok_catalog, run_sh, workloads
 from bench.sidebyside import machine
@@ -259,6 +260,18 @@ def owned_nodes(kube: KubeClient) -> int:
     return sum(1 for n in kube.list(NODES).items if L.PROVISIONER_NAME in n["metadata"].get("labels", {}))
 
 
+def scrape(port: int) -> str | None:
+    """The controller's /metrics, or None when this scrape failed: at 1,000 nodes / 20,000 pods it is
+    ~16 MB (Karpenter's per-pod `karpenter_pods_state` and per-node capacity series), and on a
+    machine loaded ~10x its cores rendering it can outlast the controller's 10 s connection limit."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as resp:
+            text: str = resp.read().decode()
+        return text
+    except (OSError, http.client.HTTPException):
+        return None
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -338,7 +351,10 @@ def build(args: argparse.Namespace, cluster: LocalCluster, work: Path, catalog: 
 
 def measure(args: argparse.Namespace, cluster: LocalCluster, ctrl: procs.Proc, port: int, result: Result) -> None:
     """Step 5: consolidation on, every pass read until the first command and `--follow` more."""
-    baseline = pass_sample(metrics_text(port))
+    text = None
+    while text is None:
+        text = scrape(port)
+    baseline = pass_sample(text)
     log_start = Path(ctrl.log).stat().st_size
     cpu0 = proc_stats(ctrl.pid)[1]
     profiler = Profiler(args.py_spy, ctrl.pid, args.out / "sweep.pyspy.txt") if args.py_spy and args.out else None
@@ -346,14 +362,18 @@ def measure(args: argparse.Namespace, cluster: LocalCluster, ctrl: procs.Proc, p
     changed = time.monotonic()
     print(f"consolidation on, every instance type allowed; load {load_average()}", flush=True)
     print(f"  {'at s':>6} {'method':<26} {'wall s':>7} {'CPU s':>6} {'complete':>8} {'eligible':>8}  covered")
-    last, first_action = baseline, None
+    last, first_action, failed = baseline, None, 0
     try:
         while True:
             now = time.monotonic() - changed
             if now > args.timeout or (first_action is not None and now > first_action + args.follow):
                 break
             time.sleep(1.0)
-            sample = pass_sample(metrics_text(port))
+            text = scrape(port)
+            if text is None:
+                failed += 1
+                continue
+            sample = pass_sample(text)
             if sample.passes == last.passes:
                 continue
             row = PassRow(round(time.monotonic() - changed, 1), sample, ended_by(last, sample), rss_mib(ctrl.pid),
@@ -379,6 +399,7 @@ def measure(args: argparse.Namespace, cluster: LocalCluster, ctrl: procs.Proc, p
         log.seek(log_start)
         result.commands = commands(log.read().splitlines())
     result.build["controller_cpu_seconds_measured"] = round(proc_stats(ctrl.pid)[1] - cpu0, 1)
+    result.build["failed_scrapes"] = failed
 
 
 def report(args: argparse.Namespace, result: Result, peak: float) -> None:
@@ -430,8 +451,9 @@ def main(argv: list[str] | None = None) -> int:
                 build(args, cluster, work, catalog, ctrl, result)
                 measure(args, cluster, ctrl, port, result)
                 peak = proc_stats(ctrl.pid)[0]
-                if args.out:
-                    (args.out / "controller-metrics.txt").write_text(metrics_text(port))
+                final = scrape(port)
+                if args.out and final is not None:
+                    (args.out / "controller-metrics.txt").write_text(final)
             finally:
                 procs.stop(ctrl)
                 if args.out:
