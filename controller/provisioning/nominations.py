@@ -34,9 +34,9 @@ The rule (`nominations`, pure):
   resources and for topology. So a pod nominated to a node raises, for every other pod of its
   DoNotSchedule topology spread evaluated on that node, the count of the node's domain: when that
   domain is at the minimum — the only time the group may grow there, with maxSkew 1 — the node is
-  closed to the whole group but the nominated pod (measured: at 5,000 pods, one nominated zonal-spread
-  pod a node left 1,286 of 1,500 such pods pending after 10 minutes). A pod with such a spread is
-  therefore nominated only when its own node selector fixes the spread's key (a pod pinned by
+  closed to the whole group but the nominated pod, though karpy planned more of the group there.
+  A pod with such a spread is therefore nominated only when its own node selector fixes the
+  spread's key (a pod pinned by
   karpy's topology gate, `spreadpin.py`): only its own domain counts, the nominated pods raise its
   minimum with its count, and any number fit. At most one pod a node of each required
   anti-affinity term off the hostname. The others are left to kube-scheduler as before;
@@ -45,16 +45,17 @@ The rule (`nominations`, pure):
   which may be minutes away), so it is provisioned for again;
 - at most `NOMINATIONS_PER_PASS` writes a pass (plan order), like the FailedScheduling events.
 
-A nominated pod is not provisionable (Karpenter's rule for a preempting pod, `PodView.provisionable`)
-until kube-scheduler binds it or clears the nomination, so karpy does not launch for it again;
-its requests and labels count on its nominated node in the next passes' plans
-(`state/schedulinginput.py`), as kube-scheduler reserves them. The writes (`Nominator`) go to
-the pods/status subresource (`status_patch`, a merge patch of that one field, written by the
-provisioning controller) without a resourceVersion: kube-scheduler writes the status of every pod
-it tries, so a guarded write would conflict most of the time (measured at 5,000 pods: 30 of 249
-written in one pass). A pod kube-scheduler binds in the instant between the decision and the
-write keeps an inert field — kube-scheduler's nominator ignores a bound pod's nomination, and
-karpy counts only unbound ones. An error changes nothing; the next pass decides again.
+A nominated pod is not provisionable (Karpenter's rule for a preempting pod,
+`PodView.provisionable`) until kube-scheduler binds it or clears the nomination, so karpy does not
+launch for it again; its requests and labels count on its nominated node in the next passes'
+plans (`state/schedulinginput.py`), as kube-scheduler reserves them, and consolidation waits while
+one is pending (`deprovisioning/types.py` `Inputs.scale_up`). The writes go to the pods/status
+subresource (`status_patch`, a merge patch of that one field, written by the provisioning
+controller) without a resourceVersion: kube-scheduler writes the status of every pod it tries, so
+a guarded write would conflict most of the time (30 of 249 written in one pass of a 5,000-pod
+run). A pod kube-scheduler binds in the instant between the decision and the write keeps an inert
+field — kube-scheduler's nominator ignores a bound pod's nomination, and karpy counts only
+unbound ones. An error changes nothing; the next pass decides again.
 """
 
 from __future__ import annotations
