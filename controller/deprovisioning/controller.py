@@ -118,6 +118,7 @@ class Execution:
     replacements: tuple[str, ...]
     started: float
     deleted: float | None = None  # when the candidates were deleted: now waiting for them to go
+    kept: tuple[str, ...] = ()  # candidates whose delete failed: not waited for (`_delete`)
 
 
 def _default_scheduler() -> Scheduler:
@@ -324,9 +325,9 @@ class DeprovisioningController:
         M.ACTIONS_PERFORMED.labels(action=cmd.reason, deprovisioner=cmd.deprovisioner).inc()
         if cmd.action is Action.DELETE:
             self._state.mark_for_deletion(cmd.node_names)
-            self._delete(cmd)
+            kept = self._delete(cmd)
             self.decisions.record(decisionlog.carried_out(cmd, drifts))
-            self._execution = Execution(cmd, (), now, deleted=now)
+            self._execution = Execution(cmd, (), now, deleted=now, kept=kept)
             return
         cordoned = self._cordon(cmd.node_names)
         if len(cordoned) < len(cmd.node_names):
@@ -379,13 +380,13 @@ class DeprovisioningController:
                 self._event(Event(name, E.WAITING_READINESS, E.WAITING_READINESS_MESSAGE))
             return None
         M.REPLACEMENT_INITIALIZED.observe(max(0.0, snap.now - ex.started))
-        self._delete(ex.command)
+        ex.kept = self._delete(ex.command)
         ex.deleted = snap.now
         return None
 
     def _follow_deletion(self, ex: Execution, snap: Snapshot) -> None:
         assert ex.deleted is not None
-        remaining = [name for name in ex.command.node_names if name in snap.nodes]
+        remaining = [name for name in ex.command.node_names if name in snap.nodes and name not in ex.kept]
         if not remaining:
             self._ended(snap.now)
             return
@@ -419,9 +420,14 @@ class DeprovisioningController:
         self._execution = None
         horizon = DISPLACED_SECONDS + SETTLE_SECONDS
         self._displacements = [d for d in self._displacements if d.ended + horizon > now]
-        self._displacements.append(Displacement(ex.started, now))
+        self._displacements.append(Displacement(ex.started, now, frozenset(ex.command.node_names)))
 
-    def _delete(self, cmd: Command) -> None:
+    def _delete(self, cmd: Command) -> tuple[str, ...]:
+        """Delete the candidates' Nodes; the names whose delete failed (e.g. refused while this
+        replica could not renew its Lease), which stay: unmarked, not waited for — the command is
+        over once the others are gone, instead of holding every later one for the deletion
+        timeout while provisioning re-places their pods each pass."""
+        kept: list[str] = []
         for cand in cmd.candidates:
             self._event(Event(cand.name, E.TERMINATING, f"Deprovisioning node via {cmd}"))
             try:
@@ -430,10 +436,14 @@ class DeprovisioningController:
                 pass
             except KubeError as err:
                 log.error("deleting node %s: %s", cand.name, err)
+                kept.append(cand.name)
                 continue
             log.info("deleted node %s", cand.name)
             M.NODES_TERMINATED.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
             M.MACHINES_TERMINATED.labels(reason=cmd.reason, provisioner=cand.provisioner.name).inc()
+        if kept:
+            self._state.unmark_for_deletion(kept)
+        return tuple(kept)
 
     def _cordon(self, names: Sequence[str]) -> dict[str, Obj]:
         """Cordon and mark each node; the nodes as patched, by name."""

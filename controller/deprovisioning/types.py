@@ -276,7 +276,7 @@ class Inputs:
         if self.now - node.created >= SETTLE_SECONDS:
             return ""
         for span in self.displacements:
-            if span.started <= node.created <= span.ended + DISPLACED_SECONDS:
+            if span.started <= node.created <= span.ended + DISPLACED_SECONDS and node.name not in span.candidates:
                 until = format_timestamp(node.created + SETTLE_SECONDS)
                 return f"it arrived for pods a deprovisioning command moved; it settles until {until}"
         return ""
@@ -299,10 +299,12 @@ class Inputs:
 @dataclass(frozen=True)
 class Displacement:
     """A deprovisioning command's span: from when it started (cordoned, launched or deleted) until
-    its candidates were gone (inf while it runs). `Inputs.settling` reads it."""
+    its candidates were gone (inf while it runs), and its candidates (one whose delete failed
+    stays, and did not arrive for the command). `Inputs.settling` reads it."""
 
     started: float
     ended: float = math.inf
+    candidates: frozenset[str] = frozenset()
 
 
 SETTLE_SECONDS = 5 * 60.0

@@ -61,6 +61,17 @@ def n1_fits_on_n2(world: World) -> None:
     world.pod("b", "n2", cpu="2")
 
 
+def test_a_delete_refused_by_the_api_server_ends_the_command_instead_of_holding_the_next_ones() -> None:
+    world = World(validation_wait_seconds=0)
+    n1_fits_on_n2(world)
+    world.kube.fail_next["delete"] = KubeError("deleting nodes n1: not the leader")
+    world.reconcile()
+    assert world.deleting() == [] and not world.state.snapshot().nodes["n1"].marked_for_deletion
+    world.reconcile(step=1)  # the command is over (nothing to wait for): not held for the deletion timeout
+    world.reconcile(step=11)  # the next pass, after the poll period, deletes it
+    assert world.deleting() == ["n1"]
+
+
 def test_consolidation_deletes_only_after_the_validation_wait() -> None:
     world = World()
     n1_fits_on_n2(world)
