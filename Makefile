@@ -140,7 +140,8 @@ bench-memory: $(STAMP) cluster-binaries
 # places 20,000 pods of five Deployments on it, then the Provisioner is widened with consolidation on
 # and each deprovisioning pass is read from the controller's /metrics (wall and CPU time, candidates
 # covered, complete or resumed, the commands). SWEEP_ARGS="--follow 120" watches on after the first
-# command, "--out DIR --py-spy BIN" profiles. ~10 min on 2 cores. Not part of `make test`.
+# command, "--out DIR --py-spy BIN" profiles. Needs a quiet machine: at load 16–30 kube-scheduler and kwok
+# did not get the 20,000 pods Running in 40 min. Not part of `make test`.
 SWEEP_ARGS ?=
 bench-sweep: $(STAMP) cluster-binaries
 	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.sweep_e2e $(SWEEP_ARGS)
