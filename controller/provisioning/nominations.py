@@ -43,7 +43,14 @@ The rule (`nominations`, pure):
 - a pending pod whose nomination names a node that is gone, being deleted or marked for
   deletion has it cleared (kube-scheduler clears one only at the pod's next failed attempt,
   which may be minutes away), so it is provisioned for again;
-- at most `NOMINATIONS_PER_PASS` writes a pass (plan order), like the FailedScheduling events.
+- at most `NOMINATIONS_PER_PASS` writes a pass (plan order), like the FailedScheduling events;
+- at most `OUTSTANDING` pending pods nominated at once in the cluster (theirs counted, by anyone):
+  kube-scheduler filters every pod it tries on a node with nominated pods against a copy of that
+  node's state with each nominated pod added (`addGENominatedPods`: the node's pod list cloned and
+  each nominated pod's info deep-copied, on every attempt, for every such node). Measured with
+  ~1,400 pinned zonal-spread pods nominated at once (5,000 pods, karpy's webhooks, load ~25):
+  kube-scheduler spent 37 ms of CPU an attempt against 1.5 ms without nominations (quiet run),
+  and had 53 % of the pods Running after 15 minutes.
 
 A nominated pod is not provisionable (Karpenter's rule for a preempting pod,
 `PodView.provisionable`) until kube-scheduler binds it or clears the nomination, so karpy does not
@@ -69,6 +76,7 @@ from controller.scheduling.types import LabelSelector, PodRequest
 from controller.state.snapshot import PodView, Snapshot
 
 NOMINATIONS_PER_PASS = 500
+OUTSTANDING = 50  # pending pods nominated at once, cluster-wide: each costs kube-scheduler on every attempt
 DO_NOT_SCHEDULE = "DoNotSchedule"
 
 
@@ -135,12 +143,16 @@ def nominations(
     `clear_stale`) the stale ones to clear; at most `limit` in all. Pure."""
     out: list[Nomination] = []
     there: dict[str, list[PodRequest]] = {}  # node → pods nominated to it (the snapshot's, then ours)
+    outstanding = 0
     for view in snap.pods.values():
         if view.nominated_node_name and _nominable(view) and view.request is not None:
             there.setdefault(view.nominated_node_name, []).append(view.request)
+            outstanding += 1
     for key, node in planned:
         if len(out) >= limit:
             return out
+        if outstanding >= OUTSTANDING:
+            break
         pod = snap.pods.get(key)
         if pod is None or not _nominable(pod) or pod.request is None:
             continue
@@ -151,6 +163,7 @@ def nominations(
             continue
         out.append(Nomination(pod, node))
         there.setdefault(node, []).append(pod.request)
+        outstanding += 0 if pod.nominated_node_name else 1
     for view in snap.pods.values() if clear_stale else ():
         if len(out) >= limit:
             break

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+import controller.provisioning.nominations as nominations_module
 from controller.clock import FakeClock
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.provisioning.nominations import nominations, status_patch
@@ -123,3 +126,12 @@ def test_at_most_limit_writes() -> None:
 def test_status_patch_sets_or_clears_the_one_field() -> None:
     assert status_patch("n1") == {"status": {"nominatedNodeName": "n1"}}
     assert status_patch("") == {"status": {"nominatedNodeName": None}}
+
+
+def test_at_most_outstanding_pods_nominated_at_once_in_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each nominated pod costs kube-scheduler a copy of its node's state on every attempt."""
+    monkeypatch.setattr(nominations_module, "OUTSTANDING", 3)
+    snap = snapshot([nominated(make_pod("there"), "n2"), *(make_pod(n) for n in "abc")])
+    assert written(snap, [(f"default/{n}", "n1") for n in "abc"]) == [("a", "n1"), ("b", "n1")]
+    snap = snapshot([nominated(make_pod(n), "n2") for n in "xyz"] + [nominated(make_pod("gone"), "gone")])
+    assert written(snap, [("default/x", "n1")]) == [("gone", "")]  # at the cap: no new one, clearing goes on
