@@ -380,7 +380,7 @@ def measure(args: argparse.Namespace, cluster: LocalCluster, ctrl: procs.Proc, p
                           proc_stats(ctrl.pid)[0], load_average())  # fmt: skip
             result.passes.append(row)
             skipped = sample.passes - last.passes - 1
-            covered = ", ".join(f"{m} {n}" for m, n in sorted(sample.covered.items()))
+            covered = ", ".join(f"{m} {n}" for m, n in sorted(sample.covered.items()) if n)
             print(
                 f"  {row.at:>6.1f} {row.method:<26} {sample.seconds:>7.2f} {sample.cpu_seconds:>6.2f}"
                 f" {sample.complete!s:>8} {sample.eligible:>8}  {covered}"
@@ -409,10 +409,11 @@ def report(args: argparse.Namespace, result: Result, peak: float) -> None:
     if consolidating:
         first = consolidating[0]
         s = first.sample
+        covered = {m: n for m, n in s.covered.items() if n}
         print(
             f"first consolidation pass: {s.seconds:.2f} s wall, {s.cpu_seconds:.2f} s CPU, ended by {first.method},"
             f" {'complete' if s.complete else 'stopped on its budget (resumed next pass)'};"
-            f" {s.eligible} candidates, covered {s.covered}; RSS {first.rss_mib:.0f} MiB"
+            f" {s.eligible} candidates, covered {covered}; RSS {first.rss_mib:.0f} MiB"
         )
     for cmd in result.commands:
         print(f"command: {cmd}")
