@@ -269,6 +269,32 @@ class Catalog:
         return len(nodes), price, {n["metadata"]["name"] for n in nodes}
 
 
+def start_karpy(
+    cluster: LocalCluster, work: Path, catalog_file: Path, cluster_name: str, election_name: str
+) -> tuple[procs.Proc, int]:
+    """`karpy controller` on the simulated cloud (`work/cloud.db`, `catalog_file`) against `cluster`,
+    once synced and leading: (its process, its HTTP port)."""
+    port = procs.free_port()
+    argv = [
+        sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(cluster.kubeconfig),
+        "--simulated-db", str(work / "cloud.db"), "--simulated-catalog", str(catalog_file),
+        "--cluster-name", cluster_name, "--leader-election-name", election_name,
+        "--http-host", "127.0.0.1", "--http-port", str(port), "--log-format", "text",
+    ]  # fmt: skip
+    ctrl = procs.start("karpy-controller", argv, work, die_with_parent=True, cwd=REPO)
+
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/status", timeout=2) as resp:
+                status = json.loads(resp.read())
+        except OSError:
+            return False
+        return bool(status.get("synced") and status.get("leader"))
+
+    procs.wait_until("karpy controller ready", ready, 120, [ctrl])
+    return ctrl, port
+
+
 def spread_skew(kube: KubeClient, app: str, node_label: str) -> int:
     """max - min Running pods of `app` over the zones of the autoscaler's nodes."""
     zones = {
@@ -372,24 +398,7 @@ class Karpy:
     def start(self, cluster: LocalCluster, work: Path) -> tuple[procs.Proc, int]:
         if self.webhooks:
             self.start_webhooks(cluster, work)
-        port = procs.free_port()
-        argv = [
-            sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(cluster.kubeconfig),
-            "--simulated-db", str(work / "cloud.db"), "--simulated-catalog", str(self.catalog_file),
-            "--cluster-name", "bench", "--leader-election-name", "karpy-bench",
-            "--http-host", "127.0.0.1", "--http-port", str(port), "--log-format", "text",
-        ]  # fmt: skip
-        ctrl = procs.start("karpy-controller", argv, work, die_with_parent=True, cwd=REPO)
-
-        def ready() -> bool:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/status", timeout=2) as resp:
-                    status = json.loads(resp.read())
-            except OSError:
-                return False
-            return bool(status.get("synced") and status.get("leader"))
-
-        procs.wait_until("karpy controller ready", ready, 120, [ctrl])
+        ctrl, port = start_karpy(cluster, work, self.catalog_file, "bench", "karpy-bench")
         provisioner = {
             "apiVersion": "karpenter.sh/v1alpha5",
             "kind": "Provisioner",

@@ -69,7 +69,7 @@ from typing import Any
 
 from bench.e2e import DEPLOYMENTS, NAMESPACE, PodProgress, deployment, follow, proc_stats
 from bench.halving import pods_of
-from bench.karpenter_e2e import KWOK_TYPES, REQUIREMENTS, Profiler, kwok_catalog, run_sh, workloads
+from bench.karpenter_e2e import KWOK_TYPES, REQUIREMENTS, Profiler, kwok_catalog, run_sh, start_karpy, workloads
 from bench.sidebyside import machine
 from controller.clock import SystemClock
 from controller.cloudprovider.base import Instance
@@ -286,28 +286,6 @@ def rss_mib(pid: int) -> float:
 # The run ---------------------------------------------------------------------------------------
 
 
-def start_controller(cluster: LocalCluster, work: Path, catalog_file: Path) -> tuple[procs.Proc, int]:
-    port = procs.free_port()
-    argv = [
-        sys.executable, "-m", "karpy", "controller", "--kubeconfig", str(cluster.kubeconfig),
-        "--simulated-db", str(work / "cloud.db"), "--simulated-catalog", str(catalog_file),
-        "--cluster-name", CLUSTER_NAME, "--leader-election-name", "karpy-sweep",
-        "--http-host", "127.0.0.1", "--http-port", str(port), "--log-format", "text",
-    ]  # fmt: skip
-    ctrl = procs.start("karpy-controller", argv, work, die_with_parent=True, cwd=REPO)
-
-    def ready() -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/status", timeout=2) as resp:
-                status = json.loads(resp.read())
-        except OSError:
-            return False
-        return bool(status.get("synced") and status.get("leader"))
-
-    procs.wait_until("karpy controller ready", ready, 120, [ctrl])
-    return ctrl, port
-
-
 def build(args: argparse.Namespace, cluster: LocalCluster, work: Path, catalog: dict[str, Any],
           ctrl: procs.Proc, result: Result) -> None:  # fmt: skip
     """Steps 2–4 of the module docstring."""
@@ -446,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         cluster.up(timeout=180)
         try:
-            ctrl, port = start_controller(cluster, work, catalog_file)
+            ctrl, port = start_karpy(cluster, work, catalog_file, CLUSTER_NAME, "karpy-sweep")
             result.build["cluster_seconds"] = round(time.monotonic() - started, 1)
             try:
                 build(args, cluster, work, catalog, ctrl, result)
