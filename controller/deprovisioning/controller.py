@@ -119,6 +119,7 @@ class Execution:
     started: float
     deleted: float | None = None  # when the candidates were deleted: now waiting for them to go
     kept: tuple[str, ...] = ()  # candidates whose delete failed: not waited for (`_delete`)
+    moves_pods: bool = True  # its candidates had pods to move: nodes arriving meanwhile may be for them
 
 
 def _default_scheduler() -> Scheduler:
@@ -327,7 +328,8 @@ class DeprovisioningController:
             self._state.mark_for_deletion(cmd.node_names)
             kept = self._delete(cmd)
             self.decisions.record(decisionlog.carried_out(cmd, drifts))
-            self._execution = Execution(cmd, (), now, deleted=now, kept=kept)
+            moves = any(cand.pods for cand in cmd.candidates)
+            self._execution = Execution(cmd, (), now, deleted=now, kept=kept, moves_pods=moves)
             return
         cordoned = self._cordon(cmd.node_names)
         if len(cordoned) < len(cmd.node_names):
@@ -420,7 +422,8 @@ class DeprovisioningController:
         self._execution = None
         horizon = DISPLACED_SECONDS + SETTLE_SECONDS
         self._displacements = [d for d in self._displacements if d.ended + horizon > now]
-        self._displacements.append(Displacement(ex.started, now, frozenset(ex.command.node_names)))
+        if ex.moves_pods:  # a command that moved no pod (empty nodes deleted) launched nothing for them
+            self._displacements.append(Displacement(ex.started, now, frozenset(ex.command.node_names)))
 
     def _delete(self, cmd: Command) -> tuple[str, ...]:
         """Delete the candidates' Nodes; the names whose delete failed (e.g. refused while this

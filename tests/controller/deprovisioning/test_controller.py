@@ -315,6 +315,26 @@ def test_the_replacement_settles_after_its_command_before_it_is_consolidated() -
     assert new in world.deleting()
 
 
+def test_a_command_that_moved_no_pod_leaves_no_node_settling() -> None:
+    """Empty nodes deleted displace no pod: a node created right after (here a scale-up's) is a
+    consolidation candidate at once, not one that settles for 5 min."""
+    world = World(validation_wait_seconds=0)
+    consolidating(world)
+    world.node("idle", "large")
+    world.reconcile()
+    assert world.deleting() == ["idle"]
+    world.kube.patch(NODES, "idle", {"metadata": {"finalizers": None}})  # it goes
+    world.reconcile(step=1)  # the command is over
+    world.node("big", "large")
+    world.node("home", "large")  # never a candidate; room for big's pod
+    world.kube.patch(NODES, "home", {"metadata": {"annotations": {L.DO_NOT_CONSOLIDATE: "true"}}})
+    world.pod("a", "big", cpu="1.5")
+    for _ in range(3):
+        world.reconcile(step=11)
+    assert "big" in world.deleting() or world.unschedulable("big")
+    assert not any("settles until" in e["message"] for e in world.kube.events)
+
+
 def test_failed_launch_uncordons_and_keeps_the_node() -> None:
     world = World(validation_wait_seconds=0)
     consolidating(world)
