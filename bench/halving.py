@@ -65,7 +65,7 @@ from controller.deprovisioning.types import (
 )
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
 from controller.scheduling.scheduler import planned_labels, schedule
-from controller.scheduling.types import InstanceType, NewNode
+from controller.scheduling.types import InstanceType, NewNode, SchedulingResult
 from controller.state.cluster import ClusterState
 from controller.state.schedulinginput import provisionable, provisioning_input
 
@@ -134,6 +134,17 @@ class Cluster:
         self.state.apply(NODES.name, "ADDED", node_object(name, new))
         return name
 
+    def carry_out(self, result: SchedulingResult) -> int:
+        """Bind a provisioning result's pods where it put them, launching its new nodes; how many."""
+        for node, keys in result.existing_assignments.items():
+            for key in keys:
+                self.bind(key, node)
+        for new in result.new_nodes:
+            name = self.launch(new)
+            for pod in new.pods:
+                self.bind(pod.key, name)
+        return len(result.new_nodes)
+
     def bind(self, key: str, node: str) -> None:
         obj = self.pods[key]
         meta = obj["metadata"]
@@ -181,13 +192,7 @@ def provision(pods: Sequence[Obj], types: tuple[InstanceType, ...], batches: int
         result = schedule(provisioning_input(snap, provisionable(snap), {"default": types}))
         if result.unschedulable:
             raise RuntimeError(f"provisioning left {len(result.unschedulable)} pods unschedulable")
-        for node, keys in result.existing_assignments.items():
-            for key in keys:
-                cluster.bind(key, node)
-        for new in result.new_nodes:
-            name = cluster.launch(new)
-            for pod in new.pods:
-                cluster.bind(pod.key, name)
+        cluster.carry_out(result)
     return cluster, cluster.price()[1]
 
 
@@ -249,14 +254,7 @@ def apply(cluster: Cluster, cmd: Command) -> tuple[int, int]:
         result = schedule(provisioning_input(snap, provisionable(snap), {"default": cluster.types}))
         if set(result.unschedulable) & moving:
             raise RuntimeError(f"{cmd.reason}: {len(set(result.unschedulable) & moving)} pod(s) without a destination")
-        for node, keys in result.existing_assignments.items():
-            for key in keys:
-                cluster.bind(key, node)
-        for new in result.new_nodes:
-            name = cluster.launch(new)
-            launched += 1
-            for pod in new.pods:
-                cluster.bind(pod.key, name)
+        launched = cluster.carry_out(result)
     for view in cluster.state.snapshot().nodes.values():
         used = add(*(p.request.requests for p in view.movable_pods() if p.request is not None))
         if not fits(used, view.allocatable):
