@@ -11,23 +11,32 @@ Node series carry Karpenter's label columns: `node_name`, `provisioner`,
 (the key's last path segment, lower case, `-` → `_`: `zone`, `instance_type`, `capacity_type`);
 resource types are snake-cased the same way (`ephemeral_storage`). CPU is in cores, memory and
 storage in bytes; the pod gauges count the pods themselves as `pods`, as Karpenter's do. A pod
-whose limits do not parse counts in the requests only. `metric_families(snapshot, prices)` is pure.
+whose limits do not parse counts in the requests only.
+
+At 1,000 nodes / 20,000 pods these are ~50,000 series (issue 21), so they are written straight to
+text (`exposition.TextFamily`) a node and a pod at a time — `node_lines(node, price)` and
+`pod_line(pod, host_labels)`, both pure — and `Lines` keeps each one's text from the last scrape
+while the views it was written from are the same objects (cluster state keeps a view per
+resourceVersion and a node's pod tuple until one of its pods changes), so a scrape of a settled
+cluster is a sort and a join. `capacity_families(snapshot, prices)` is pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.core import labels as L
 from controller.core.resources import CPU, PODS
+from controller.exposition import TextFamily, escape, labels_text, number
 from controller.insight import PriceKey, node_price
 from controller.metrics import resource_column
 from controller.scheduling.pods import PodSpecError, pod_limits
-from controller.state.snapshot import NodeView, Snapshot
+from controller.state.snapshot import NodeView, PodView, Snapshot
 
 NA = "N/A"
 WELL_KNOWN = sorted(k for k in L.WELL_KNOWN_LABELS if k != L.PROVISIONER_NAME)
@@ -42,6 +51,36 @@ POD_LABELS = ["name", "namespace", "owner", "node", "provisioner", "zone", "arch
               "phase"]  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Family:
+    name: str
+    documentation: str
+
+
+# the node families in the order they are written, each node's lines in this order (`node_lines`)
+NODE_FAMILIES = (
+    Family("karpenter_nodes_allocatable", "Node allocatable"),
+    Family("karpenter_nodes_total_pod_requests", "Node total pod requests (non-DaemonSet pods)"),
+    Family("karpenter_nodes_total_pod_limits", "Node total pod limits (non-DaemonSet pods)"),
+    Family("karpenter_nodes_total_daemon_requests", "Node total DaemonSet pod requests"),
+    Family("karpenter_nodes_total_daemon_limits", "Node total DaemonSet pod limits"),
+    Family("karpenter_nodes_system_overhead", "Node capacity minus allocatable"),
+    Family("karpy_nodes_price_per_hour", "Hourly price of the node's offering"),  # no resource_type column
+)
+PODS_STATE = Family("karpenter_pods_state", "Pod state")
+
+
+def _order(names: Sequence[str]) -> list[tuple[str, int]]:
+    """Label names as the text format lists them (sorted by name), each with the index of its value
+    in `names`' order — a label set as prometheus_client's families kept it, a dict sorted on output."""
+    return sorted({name: i for i, name in enumerate(names)}.items())
+
+
+_NODE_ORDER = _order(NODE_LABELS)
+_RESOURCE_AT = [name for name, _ in _NODE_ORDER].index("resource_type")
+_POD_ORDER = _order(POD_LABELS)
+
+
 def _value(resource: str, amount: int) -> float:
     return amount / 1000.0 if resource == CPU else float(amount)
 
@@ -49,14 +88,6 @@ def _value(resource: str, amount: int) -> float:
 def _node_phase(node: NodeView) -> str:
     phase = (node.obj.get("status") or {}).get("phase")
     return str(phase) if phase else ("Ready" if node.ready else "NotReady")
-
-
-def _node_columns(node: NodeView) -> list[str]:
-    return [node.name, node.provisioner or NA, _node_phase(node)]
-
-
-def _well_known(node: NodeView) -> list[str]:
-    return [node.labels.get(k, NA) for k in WELL_KNOWN]
 
 
 def _owner(pod_obj: Mapping[str, Any], namespace: str) -> str:
@@ -68,60 +99,52 @@ def _owner(pod_obj: Mapping[str, Any], namespace: str) -> str:
     return NA
 
 
-def metric_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> list[GaugeMetricFamily]:
-    """Every capacity gauge for `snapshot` (pure)."""
-    allocatable = GaugeMetricFamily("karpenter_nodes_allocatable", "Node allocatable", labels=NODE_LABELS)
-    pod_requests = GaugeMetricFamily(
-        "karpenter_nodes_total_pod_requests", "Node total pod requests (non-DaemonSet pods)", labels=NODE_LABELS
+def node_lines(node: NodeView, price: float | None) -> tuple[str, ...]:
+    """The node's lines of each of `NODE_FAMILIES`, in that order (pure): its allocatable, what its
+    pods and DaemonSet pods request and limit, its overhead, and its price when karpy owns it."""
+    values = [node.name, node.provisioner or NA, _node_phase(node), "",
+              *(node.labels.get(k, NA) for k in WELL_KNOWN)]  # fmt: skip
+    head = labels_text((name, values[i]) for name, i in _NODE_ORDER[:_RESOURCE_AT])
+    tail = labels_text((name, values[i]) for name, i in _NODE_ORDER[_RESOURCE_AT + 1 :])
+    before, after = (head + ",") if head else "", ("," + tail) if tail else ""
+
+    def lines(family: Family, amounts: Mapping[str, int]) -> str:
+        return "".join(
+            f'{family.name}{{{before}resource_type="{escape(resource_column(resource))}"{after}}}'
+            f" {number(_value(resource, amount))}\n"
+            for resource, amount in sorted(amounts.items())
+        )
+
+    # [pod requests, pod limits, daemon requests, daemon limits]
+    totals: list[dict[str, int]] = [{}, {}, {}, {}]
+    for pod in node.pods:
+        if pod.terminal or pod.request is None:
+            continue
+        first = 2 if pod.is_daemonset else 0
+        _add(totals[first], pod.request.requests)
+        _add(totals[first + 1], _limits(pod.obj))
+    overhead = {resource: amount - node.allocatable.get(resource, 0) for resource, amount in node.capacity.items()}
+    allocatable, pod_requests, pod_limits_family, daemon_requests, daemon_limits, system, priced = NODE_FAMILIES
+    cost = ""
+    if node.owned and price is not None:
+        cost = f"{priced.name}{{{head}{',' if head and tail else ''}{tail}}} {number(price)}\n"
+    return (
+        lines(allocatable, node.allocatable),
+        lines(pod_requests, totals[0]),
+        lines(pod_limits_family, totals[1]),
+        lines(daemon_requests, totals[2]),
+        lines(daemon_limits, totals[3]),
+        lines(system, overhead),
+        cost,
     )
-    pod_limits_family = GaugeMetricFamily(
-        "karpenter_nodes_total_pod_limits", "Node total pod limits (non-DaemonSet pods)", labels=NODE_LABELS
-    )
-    daemon_requests = GaugeMetricFamily(
-        "karpenter_nodes_total_daemon_requests", "Node total DaemonSet pod requests", labels=NODE_LABELS
-    )
-    daemon_limits = GaugeMetricFamily(
-        "karpenter_nodes_total_daemon_limits", "Node total DaemonSet pod limits", labels=NODE_LABELS
-    )
-    overhead = GaugeMetricFamily(
-        "karpenter_nodes_system_overhead", "Node capacity minus allocatable", labels=NODE_LABELS
-    )
-    price = GaugeMetricFamily(
-        "karpy_nodes_price_per_hour", "Hourly price of the node's offering", labels=NODE_LABELS[:3] + NODE_LABELS[4:]
-    )
-    pods_state = GaugeMetricFamily("karpenter_pods_state", "Pod state", labels=POD_LABELS)
-    for node in sorted(snapshot.nodes.values(), key=lambda n: n.name):
-        columns, known = _node_columns(node), _well_known(node)
-        for resource, amount in sorted(node.allocatable.items()):
-            allocatable.add_metric([*columns, resource_column(resource), *known], _value(resource, amount))
-        for resource, amount in sorted(node.capacity.items()):
-            reserved = amount - node.allocatable.get(resource, 0)
-            overhead.add_metric([*columns, resource_column(resource), *known], _value(resource, reserved))
-        # [pod requests, pod limits, daemon requests, daemon limits]
-        totals: list[dict[str, int]] = [{}, {}, {}, {}]
-        for pod in node.pods:
-            if pod.terminal or pod.request is None:
-                continue
-            first = 2 if pod.is_daemonset else 0
-            _add(totals[first], pod.request.requests)
-            _add(totals[first + 1], _limits(pod.obj))
-        families = (pod_requests, pod_limits_family, daemon_requests, daemon_limits)
-        for family, summed in zip(families, totals, strict=True):
-            for resource, amount in sorted(summed.items()):
-                family.add_metric([*columns, resource_column(resource), *known], _value(resource, amount))
-        cost = node_price(node, prices)
-        if node.owned and cost is not None:
-            price.add_metric([*columns, *known], cost)
-    for pod in sorted(snapshot.pods.values(), key=lambda p: p.key):
-        host = snapshot.nodes.get(pod.node_name)
-        labels = host.labels if host is not None else {}
-        pods_state.add_metric(
-            [pod.name, pod.namespace, _owner(pod.obj, pod.namespace), pod.node_name or NA,
-             labels.get(L.PROVISIONER_NAME, NA), labels.get(L.ZONE, NA), labels.get(L.ARCH, NA),
-             labels.get(L.CAPACITY_TYPE, NA), labels.get(L.INSTANCE_TYPE, NA), pod.phase or NA],
-            1.0,
-        )  # fmt: skip
-    return [allocatable, pod_requests, pod_limits_family, daemon_requests, daemon_limits, overhead, price, pods_state]
+
+
+def pod_line(pod: PodView, host_labels: Mapping[str, str]) -> str:
+    """The pod's `karpenter_pods_state` line, with the labels of the node it is on (pure)."""
+    values = [pod.name, pod.namespace, _owner(pod.obj, pod.namespace), pod.node_name or NA,
+              host_labels.get(L.PROVISIONER_NAME, NA), host_labels.get(L.ZONE, NA), host_labels.get(L.ARCH, NA),
+              host_labels.get(L.CAPACITY_TYPE, NA), host_labels.get(L.INSTANCE_TYPE, NA), pod.phase or NA]  # fmt: skip
+    return f"{PODS_STATE.name}{{{labels_text((name, values[i]) for name, i in _POD_ORDER)}}} 1.0\n"
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
@@ -136,8 +159,55 @@ def _limits(pod_obj: Mapping[str, Any]) -> dict[str, int]:
         return {PODS: 1}
 
 
+def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    return all(x is y for x, y in zip(a, b, strict=True))
+
+
+_EMPTY: Mapping[str, str] = {}
+
+
+class Lines:
+    """Each node's and pod's lines from the last `families()`, reused while the objects they were
+    written from are the same ones (views are immutable; a changed object is a new view) and the
+    node's price and readiness are equal; what left the snapshot is dropped. Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
+        self._pods: dict[str, tuple[tuple[object, ...], str]] = {}
+
+    def families(self, snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> list[TextFamily]:
+        nodes: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
+        for name, node in sorted(snapshot.nodes.items(), key=lambda item: item[1].name):
+            price = node_price(node, prices)
+            # identity for the views, equality for the values (a price read anew is a new float)
+            key = (node.obj, node.labels, node.allocatable, node.capacity, node.pods, node.ready, price)
+            held = self._nodes.get(name)
+            if held is not None and _same(held[0][:5], key[:5]) and held[0][5:] == key[5:]:
+                nodes[name] = held
+            else:
+                nodes[name] = (key, node_lines(node, price))
+        pods: dict[str, tuple[tuple[object, ...], str]] = {}
+        for key, pod in sorted(snapshot.pods.items(), key=lambda item: item[1].key):
+            host = snapshot.nodes.get(pod.node_name)
+            labels = host.labels if host is not None else _EMPTY
+            found = self._pods.get(key)
+            pods[key] = found if found is not None and _same(found[0], (pod, labels)) else \
+                ((pod, labels), pod_line(pod, labels))  # fmt: skip
+        self._nodes, self._pods = nodes, pods
+        blocks = [lines for _, lines in nodes.values()]
+        out = [TextFamily(f.name, f.documentation, "".join(b[i] for b in blocks)) for i, f in enumerate(NODE_FAMILIES)]
+        out.append(TextFamily(PODS_STATE.name, PODS_STATE.documentation, "".join(line for _, line in pods.values())))
+        return out
+
+
+def capacity_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> list[TextFamily]:
+    """Every capacity gauge for `snapshot`, written (pure)."""
+    return Lines().families(snapshot, prices)
+
+
 class CapacityCollector(Collector):
-    """Registered once per controller process; reads a fresh snapshot on every scrape.
+    """Registered once per controller process; reads a fresh snapshot on every scrape, and keeps the
+    nodes' and pods' lines between scrapes (`Lines`; one scrape writes at a time).
 
     `describe()` names the families without reading anything: registering would otherwise call
     `collect()`, whose prices come from the cloud — a bad credential then killed the process at
@@ -145,9 +215,14 @@ class CapacityCollector(Collector):
 
     def __init__(self, snapshot: Callable[[], Snapshot], prices: Callable[[], Mapping[PriceKey, float]]) -> None:
         self._snapshot, self._prices = snapshot, prices
+        self._lines, self._lock = Lines(), threading.Lock()
 
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        yield from metric_families(Snapshot(synced=False, now=0.0, pods={}, nodes={}, provisioners={}), {})
+    def describe(self) -> Iterator[TextFamily]:
+        for family in (*NODE_FAMILIES, PODS_STATE):
+            yield TextFamily(family.name, family.documentation, "")
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        yield from metric_families(self._snapshot(), self._prices())
+    def collect(self) -> Iterator[TextFamily]:
+        snapshot, prices = self._snapshot(), self._prices()
+        with self._lock:
+            families = self._lines.families(snapshot, prices)
+        yield from families
