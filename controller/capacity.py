@@ -180,19 +180,21 @@ class Lines:
         for name, node in sorted(snapshot.nodes.items(), key=lambda item: item[1].name):
             price = node_price(node, prices)
             # identity for the views, equality for the values (a price read anew is a new float)
-            key = (node.obj, node.labels, node.allocatable, node.capacity, node.pods, node.ready, price)
+            deps = (node.obj, node.labels, node.allocatable, node.capacity, node.pods, node.ready, price)
             held = self._nodes.get(name)
-            if held is not None and _same(held[0][:5], key[:5]) and held[0][5:] == key[5:]:
+            if held is not None and _same(held[0][:5], deps[:5]) and held[0][5:] == deps[5:]:
                 nodes[name] = held
             else:
-                nodes[name] = (key, node_lines(node, price))
+                nodes[name] = (deps, node_lines(node, price))
         pods: dict[str, tuple[tuple[object, ...], str]] = {}
         for key, pod in sorted(snapshot.pods.items(), key=lambda item: item[1].key):
             host = snapshot.nodes.get(pod.node_name)
             labels = host.labels if host is not None else _EMPTY
             found = self._pods.get(key)
-            pods[key] = found if found is not None and _same(found[0], (pod, labels)) else \
-                ((pod, labels), pod_line(pod, labels))  # fmt: skip
+            if found is not None and _same(found[0], (pod, labels)):
+                pods[key] = found
+            else:
+                pods[key] = ((pod, labels), pod_line(pod, labels))
         self._nodes, self._pods = nodes, pods
         blocks = [lines for _, lines in nodes.values()]
         out = [TextFamily(f.name, f.documentation, "".join(b[i] for b in blocks)) for i, f in enumerate(NODE_FAMILIES)]

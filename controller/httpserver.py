@@ -3,7 +3,8 @@
 - `GET /healthz` — 200 `ok` while the process runs;
 - `GET /readyz` — 200 once cluster state is synced (and, on the leader, the cloud answers),
   else 503 with the reason (`status()["notReady"]`);
-- `GET /metrics` — Prometheus text (Karpenter's metric names and types, spec §9.1; `exposition.py`);
+- `GET /metrics` — Prometheus text (Karpenter's metric names and types, spec §9.1; `exposition.py`),
+  gzipped when Accept-Encoding asks, one body for the scrapes that arrive together (`scrape.py`);
 - `GET /api/v1/decisions?limit=N` — JSON list of recent decisions, newest first;
 - `GET /api/v1/status` — JSON: identity, leader, synced;
 - `GET /api/v1/nodes`, `GET /api/v1/pods/pending` — the dashboard's answers (`insight.py`):
@@ -23,6 +24,8 @@ on the same port.
 Slow clients cannot pile up (issue 14, item 4): a connection has `HTTPLimits.deadline` seconds
 for its whole exchange (socket timeout and a reaper that shuts it down), and at most
 `max_connections` are open at once — a new one pushes out the oldest, so a probe always gets in.
+However many clients scrape `/metrics` at once, one body is written at a time (`scrape.Scrapes`),
+and a scrape that waited half its deadline for another's writing is answered 503.
 """
 
 from __future__ import annotations
@@ -39,11 +42,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from prometheus_client import CONTENT_TYPE_LATEST
-
 from controller.decisions import DecisionLog
-from controller.exposition import exposition
+from controller.exposition import CONTENT_TYPE, exposition
 from controller.kube.access import UNAUTHENTICATED, Verdict, bearer
+from controller.scrape import Scrapes, gzip_accepted
 
 log = logging.getLogger(__name__)
 
@@ -125,9 +127,12 @@ class ControllerHTTPServer:
         posts: Mapping[str, Posted] | None = None,
         access: Callable[[str], Verdict] | None = None,
         unavailable: Callable[[], str] | None = None,
+        metrics: Callable[[], bytes] = exposition,
     ) -> None:
         outer = self
         bounds = limits or HTTPLimits()
+        # a scrape waits for another's writing half its deadline, leaving the rest to answer
+        scrapes = self.scrapes = Scrapes(metrics, wait=bounds.deadline / 2)
 
         class Handler(BaseHTTPRequestHandler):
             timeout = bounds.deadline
@@ -135,9 +140,11 @@ class ControllerHTTPServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def _send(self, code: int, body: bytes, content_type: str) -> None:
+            def _send(self, code: int, body: bytes, content_type: str, extra: Mapping[str, str] | None = None) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", content_type)
+                for name, value in (extra or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -224,7 +231,10 @@ class ControllerHTTPServer:
                     why = str(status.get("notReady", "" if status.get("synced") else "not synced"))
                     self._send(503 if why else 200, why.encode()[:2048] if why else b"ok", "text/plain")
                 elif url.path == "/metrics":
-                    self._send(200, exposition(), CONTENT_TYPE_LATEST)
+                    gzipped = gzip_accepted(self.headers.get("Accept-Encoding"))
+                    payload = scrapes.get().body(gzipped)
+                    encoding = {"Content-Encoding": "gzip"} if gzipped else {}
+                    self._send(200, payload, CONTENT_TYPE, {**encoding, "Vary": "Accept-Encoding"})
                 elif url.path == "/api/v1/decisions":
                     try:
                         limit = int(parse_qs(url.query).get("limit", ["200"])[0])

@@ -15,11 +15,9 @@ from prometheus_client.registry import Collector
 
 from controller import capacity
 from controller.capacity import CapacityCollector, capacity_families
-from controller.clock import FakeClock
 from controller.core import labels as L
 from controller.exposition import exposition
 from controller.insight import PriceKey
-from controller.state.cluster import ClusterState
 from controller.state.snapshot import NodeView, Snapshot
 from tests.builders.wire import make_node, make_pod
 from tests.controller.capacity_reference import reference_families
@@ -178,7 +176,8 @@ def reference(snap: Snapshot, prices: Mapping[PriceKey, float]) -> str:
 
 def varied_node(rng: random.Random, i: int) -> dict[str, Any]:
     labels = {L.ZONE: rng.choice(ZONES), L.ARCH: rng.choice(["amd64", "arm64"]), L.OS: "linux",
-              L.INSTANCE_FAMILY: rng.choice(["m5", "c6g", ODD]), L.INSTANCE_CPU: str(rng.choice([2, 4, 16]))}  # fmt: skip
+              L.INSTANCE_FAMILY: rng.choice(["m5", "c6g", ODD]),
+              L.INSTANCE_CPU: str(rng.choice([2, 4, 16]))}  # fmt: skip
     if rng.random() < 0.3:
         del labels[L.ZONE]  # a column the node lacks: N/A
     node = make_node(f"node-{i:02d}" if i % 7 else f"node-{ODD}-{i}", provisioner=rng.choice(["default", "gpu", None]),
