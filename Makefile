@@ -123,7 +123,7 @@ bench-karpenter: $(STAMP)
 
 # End to end with Karpenter's kwok provider (issue 21): the same Deployments through karpy and through
 # Karpenter's kwok controller (built once from bench/karpenter/, cached next to the scheduling
-# binary), each on a fresh local control plane; BENCH_PODS=1000|5000|20000. Not part of `make test`.
+# binary), each on a fresh local control plane; BENCH_PODS=1000|5000|20000|40000. Not part of `make test`.
 BENCH_PODS ?= 1000
 bench-karpenter-e2e: $(STAMP) cluster-binaries
 	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m bench.karpenter_e2e --pods $(BENCH_PODS)

@@ -93,7 +93,7 @@ SHAPES = (
     ("bench-cache", 0.1, "500m", "4Gi", False),
     ("bench-batch", 0.2, "100m", "128Mi", False),
 )
-SIZES = (1000, 5000, 20000)
+SIZES = (1000, 5000, 20000, 40000)
 REQUIREMENTS = [
     {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
     {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
