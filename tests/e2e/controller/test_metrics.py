@@ -9,6 +9,9 @@ nodes (a provisioner with limits, a DaemonSet, a Deployment scaled up then to ze
 
 from __future__ import annotations
 
+import gzip
+import urllib.request
+
 import pytest
 
 from tests.e2e.env import FAST, KarpyEnv
@@ -38,6 +41,13 @@ def test_every_metric_and_label_of_karpenters_dashboards_is_on_metrics(karpy: Ka
     # before they go, or a pod Ready and deleted within one interval is never observed
     running = until(lambda: 'karpenter_pods_startup_time_seconds{quantile="0.5"}' in (t := str(ctrl.get("/metrics")))
                     and t, 30, "the pods' startup observed")  # fmt: skip
+    # as Prometheus asks for it: gzipped, the text format Karpenter's Go client names (issue 21)
+    packed = urllib.request.Request(f"http://127.0.0.1:{ctrl.port}/metrics", headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(packed, timeout=5) as resp:
+        assert resp.headers["Content-Encoding"] == "gzip"
+        assert resp.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+        unpacked = gzip.decompress(resp.read()).decode()
+    assert "karpenter_pods_state{" in unpacked and "karpenter_nodes_allocatable{" in unpacked
     karpy.scale("web", 0)
     until(lambda: not karpy.nodes(), 90, "the empty node removed")
     done = until(lambda: "karpenter_nodes_termination_time_seconds_count" in (t := str(ctrl.get("/metrics"))) and t,
