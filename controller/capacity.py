@@ -173,7 +173,7 @@ class Lines:
 
     def __init__(self) -> None:
         self._nodes: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
-        self._pods: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._pods: dict[str, tuple[PodView, Mapping[str, str], str]] = {}
 
     def families(self, snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> list[TextFamily]:
         nodes: dict[str, tuple[tuple[object, ...], tuple[str, ...]]] = {}
@@ -186,19 +186,19 @@ class Lines:
                 nodes[name] = held
             else:
                 nodes[name] = (deps, node_lines(node, price))
-        pods: dict[str, tuple[tuple[object, ...], str]] = {}
+        pods: dict[str, tuple[PodView, Mapping[str, str], str]] = {}
         for key, pod in sorted(snapshot.pods.items(), key=lambda item: item[1].key):
             host = snapshot.nodes.get(pod.node_name)
             labels = host.labels if host is not None else _EMPTY
             found = self._pods.get(key)
-            if found is not None and _same(found[0], (pod, labels)):
+            if found is not None and found[0] is pod and found[1] is labels:
                 pods[key] = found
             else:
-                pods[key] = ((pod, labels), pod_line(pod, labels))
+                pods[key] = (pod, labels, pod_line(pod, labels))
         self._nodes, self._pods = nodes, pods
         blocks = [lines for _, lines in nodes.values()]
         out = [TextFamily(f.name, f.documentation, "".join(b[i] for b in blocks)) for i, f in enumerate(NODE_FAMILIES)]
-        out.append(TextFamily(PODS_STATE.name, PODS_STATE.documentation, "".join(line for _, line in pods.values())))
+        out.append(TextFamily(PODS_STATE.name, PODS_STATE.documentation, "".join(p[2] for p in pods.values())))
         return out
 
 
