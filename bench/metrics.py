@@ -192,8 +192,8 @@ def main() -> None:
     print(f"  now, {args.churn} pods changed before each: {cpu_churn:.3f} s")
     print(f"  lines kept between scrapes: {kept:.1f} MiB (traced)")
     wall, writings = flood(lambda: exposition(now), args.flood)
-    print(f"  {args.flood} gzip scrapes at once through the HTTP server: all answered in {wall:.2f} s,"
-          f" {writings} bodies written")  # fmt: skip
+    print(f"  {args.flood} gzip scrapes at once through the HTTP server: all answered in {wall:.2f} s;"
+          f" bodies written for them: {writings}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -262,8 +262,9 @@ def owned_nodes(kube: KubeClient) -> int:
 
 def scrape(port: int) -> str | None:
     """The controller's /metrics, or None when this scrape failed: at 1,000 nodes / 20,000 pods it is
-    ~16 MB (Karpenter's per-pod `karpenter_pods_state` and per-node capacity series), and on a
-    machine loaded ~10x its cores rendering it can outlast the controller's 10 s connection limit."""
+    ~15 MB plain (Karpenter's per-pod `karpenter_pods_state` and per-node capacity series; asked
+    plain, which costs the controller no compression), and on a machine loaded ~10x its cores
+    writing it once outlasted the controller's 10 s connection limit (~0.06 s of CPU now)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as resp:
             text: str = resp.read().decode()

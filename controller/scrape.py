@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 from controller.exposition import exposition
 
-# zlib's fastest level: ~1/20 of the text at this size for a fraction of level 6's time (bench/metrics.py)
+# zlib's fastest level: at 1,000 nodes / 20,000 pods 14.4 MiB → 0.42 MiB in 23 ms of CPU, against
+# level 6's (Go's default) 0.29 MiB in 50 ms (bench/metrics.py)
 GZIP_LEVEL = 1
 
 
