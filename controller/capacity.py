@@ -13,7 +13,7 @@ resource types are snake-cased the same way (`ephemeral_storage`). CPU is in cor
 storage in bytes; the pod gauges count the pods themselves as `pods`, as Karpenter's do. A pod
 whose limits do not parse counts in the requests only.
 
-At 1,000 nodes / 20,000 pods these are ~50,000 series (issue 21), so they are written straight to
+At 1,000 nodes / 20,000 pods these are ~33,000 series (issue 21), so they are written straight to
 text (`exposition.TextFamily`) a node and a pod at a time — `node_lines(node, price)` and
 `pod_line(pod, host_labels)`, both pure — and `Lines` keeps each one's text from the last scrape
 while the views it was written from are the same objects (cluster state keeps a view per
