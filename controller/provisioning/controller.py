@@ -9,7 +9,9 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    `controller.scheduling.scheduler.schedule()`.
 3. Each new node is launched (`launcher.Launcher`) held cordoned (`nodes.BINDING_HOLD`). Pods
    gated by karpy's topology gate are pinned to the domain of the node planned for them and
-   released to kube-scheduler (`spreadpin.py`), once every node of the batch exists. Once
+   released to kube-scheduler (`spreadpin.py`), once every node of the batch exists — except
+   while a pod their spread counts escaped the gate and waits for kube-scheduler: they keep
+   their gate, with a "waiting" evaluation, until it is placed (`state/spreadhold.py`). Once
    the batch is launched, each planned pod that `bindcheck.refusal()` accepts against a fresh
    snapshot is bound (Binding subresource); then every held node is released at once. Pods
    karpy does not bind — placed on existing nodes, depending on pods of other nodes (zonal
@@ -136,6 +138,7 @@ class ProvisioningController:
         self.batcher = Batcher(clock, self.settings.batch_idle_seconds, self.settings.batch_max_seconds)
         self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
         self._last_try: dict[str, float] = {}
+        self._held: dict[str, str] = {}  # held topology-gated pod → the reason it was told
         self._batch_taken = 0.0  # when the last batch's snapshot was taken
         self._retained = float("-inf")  # when the evaluations of gone pods were last forgotten
         self._templates: dict[str, AWSNodeTemplate | None] = {}
@@ -151,6 +154,7 @@ class ProvisioningController:
         found = provisionable(snap, ordered=False)  # every tick: only looked up, no order needed
         for pod, _ in found.ignored:  # not karpy's to place: kube-scheduler decides, as before
             self.pinner.release(pod)
+        self._tell_held(found.held)
         if snap.now - self._retained >= RETAIN_SECONDS:  # forget the pods that are gone (not every tick)
             self._retained = snap.now
             self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})
@@ -170,6 +174,19 @@ class ProvisioningController:
             return self._provision(snap, found)
         finally:
             PASS_DURATION.observe(time.monotonic() - started)
+
+    def _tell_held(self, held: Sequence[tuple[PodView, str]]) -> None:
+        """Each held topology-gated pod's evaluation says why it waits (`state/spreadhold.py`),
+        told once per reason; nothing is written to it (it keeps its gate)."""
+        told, current = self._held, {pod.key: why for pod, why in held}
+        for key in told.keys() - current.keys():
+            del told[key]
+        new = [(pod, why) for pod, why in held if told.get(pod.key) != why]
+        for pod, why in new:
+            told[pod.key] = why
+            self.decisions.evaluated(Decision(self.name, WAITING, f"pod/{pod.key}", why), log=False)
+        if new:
+            log.info("%d topology-gated pod(s) keep their gate (the first, %s: %s)", len(new), new[0][0].key, new[0][1])
 
     def _trigger(self, found: Provisionable, now: float) -> None:
         """Open or extend the batch window for pods seen for the first time (from when

@@ -31,6 +31,7 @@ from controller.scheduling.types import (
     StateNode,
 )
 from controller.state.snapshot import PodView, Snapshot
+from controller.state.spreadhold import spread_holds
 
 InstanceTypes = Sequence[InstanceType] | Mapping[str, Sequence[InstanceType]]
 
@@ -42,6 +43,9 @@ class Provisionable:
     pending: tuple[PodView, ...]  # to bind once a node is chosen
     rescheduled: tuple[PodView, ...]  # pods of nodes marked for deletion
     ignored: tuple[tuple[PodView, str], ...]  # (pod, why) never provisioned for
+    # (pod, why) topology-gated pods left gated for now: their spread counts a pod that escaped
+    # the gate and kube-scheduler has not placed yet (`state/spreadhold.py`)
+    held: tuple[tuple[PodView, str], ...] = ()
 
     def pending_requests(self) -> tuple[PodRequest, ...]:
         return tuple(p.request for p in self.pending if p.request is not None)
@@ -49,8 +53,9 @@ class Provisionable:
 
 def provisionable(snap: Snapshot, ordered: bool = True) -> Provisionable:
     """The provisionable pods the scheduler can read and Karpenter would not ignore (oldest
-    first; in no particular order with `ordered=False`), the movable pods of owned nodes marked
-    for deletion (by node name), and the ignored."""
+    first; in no particular order with `ordered=False`), less the topology-gated ones held
+    (`spreadhold.py`), the movable pods of owned nodes marked for deletion (by node name), and the
+    ignored."""
     pending, ignored = [], []
     for pod in snap.pending_pods(ordered):
         if pod.request is None:
@@ -59,11 +64,15 @@ def provisionable(snap: Snapshot, ordered: bool = True) -> Provisionable:
             ignored.append((pod, pod.request.ignore_reason))
         else:
             pending.append(pod)
+    holds = spread_holds([p for p in pending if p.topology_gated], snap.pods.values(), snap.now)
+    held = tuple((p, holds[p.key]) for p in pending if p.key in holds)
+    if held:
+        pending = [p for p in pending if p.key not in holds]
     rescheduled: list[PodView] = []
     for node in sorted(snap.nodes.values(), key=lambda n: n.name):
         if node.marked_for_deletion and node.owned:
             rescheduled.extend(node.movable_pods())
-    return Provisionable(tuple(pending), tuple(rescheduled), tuple(ignored))
+    return Provisionable(tuple(pending), tuple(rescheduled), tuple(ignored), held)
 
 
 def scheduling_input(

@@ -15,6 +15,7 @@ from controller.cloudprovider.simulated.catalog import simulated_catalog
 from controller.cloudprovider.simulated.provider import SimulatedCloudProvider
 from controller.core import labels as L
 from controller.core.labels import DEPROVISIONING_CORDON
+from controller.core.timestamps import format_timestamp
 from controller.decisions import LAUNCHED, UNSCHEDULABLE, WAITING
 from controller.kube.errors import KubeError
 from controller.kube.resources import CLAIMS, NODES, PODS, PROVISIONERS, STORAGECLASSES, VOLUMES
@@ -334,6 +335,36 @@ def test_a_gated_pod_planned_onto_an_existing_node_is_pinned_to_its_zone() -> No
     assert [n["metadata"]["name"] for n in env.kube.items(NODES)] == ["existing"]
     (pod,) = env.kube.items(PODS)
     assert pod["spec"]["nodeSelector"] == {L.ZONE: "us-west-2b"} and "schedulingGates" not in pod["spec"]
+
+
+def test_gated_pods_keep_their_gate_until_a_member_that_escaped_it_is_placed_then_even_it_out() -> None:
+    """The 5,000-pod harness with karpy's webhooks: pods created while the webhook failed open are
+    placed by kube-scheduler wherever the pods bound at that instant allow; gated pods pinned
+    before that are not made up for. They wait for it, then are pinned counting where it went."""
+    env = make_env()
+    escaped = make_pod("e0", labels={"app": "s"}, tolerations=TOLERATE, topologySpreadConstraints=ZONE_SPREAD)
+    for pod in (escaped, gated_pod("g1"), gated_pod("g2")):
+        pod["metadata"]["creationTimestamp"] = format_timestamp(env.clock.now())
+        env.kube.put(PODS, pod)
+    env.run_batch()
+    pods = {p["metadata"]["name"]: p for p in env.kube.items(PODS)}
+    for name in ("g1", "g2"):
+        assert pods[name]["spec"]["schedulingGates"] == [{"name": L.TOPOLOGY_GATE}], name
+        assert "nodeSelector" not in pods[name]["spec"]
+        evaluation = env.decisions.evaluation(f"pod/default/{name}")
+        assert evaluation is not None and evaluation.decision.action == WAITING
+        assert "default/e0" in evaluation.decision.reason
+    (node,) = env.kube.items(NODES)  # capacity for the escaped pod only
+    zone = node["metadata"]["labels"][L.ZONE]
+    # kube-scheduler binds it (karpy leaves an unpinned zonal-spread pod to it)
+    bound = env.kube.get(PODS, "e0", "default")
+    bound["spec"]["nodeName"] = node["metadata"]["name"]
+    bound["status"] = {"phase": "Running"}
+    env.kube.put(PODS, bound)
+    env.run_batch()
+    pins = sorted(p["spec"]["nodeSelector"][L.ZONE] for p in env.kube.items(PODS) if p["metadata"]["name"] != "e0")
+    assert zone not in pins and len(set(pins)) == 2, (zone, pins)  # one a zone: 1 / 1 / 1
+    assert all("schedulingGates" not in p["spec"] for p in env.kube.items(PODS))
 
 
 def test_a_gated_pod_karpy_ignores_is_released_to_kube_scheduler_without_a_pin() -> None:
