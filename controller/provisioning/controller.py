@@ -11,7 +11,8 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    gated by karpy's topology gate are pinned to the domain of the node planned for them and
    released to kube-scheduler (`spreadpin.py`), once every node of the batch exists — except
    while a pod their spread counts escaped the gate and waits for kube-scheduler: they keep
-   their gate, with a "waiting" evaluation, until it is placed (`state/spreadhold.py`). Once
+   their gate, with a "waiting" evaluation, until it is placed; and such an escaped pod is not
+   provisioned for while a pinned pod of its group is not bound (`state/spreadhold.py`). Once
    the batch is launched, each planned pod that `bindcheck.refusal()` accepts against a fresh
    snapshot is bound (Binding subresource); then every held node is released at once. Pods
    karpy does not bind — placed on existing nodes, depending on pods of other nodes (zonal
@@ -176,8 +177,8 @@ class ProvisioningController:
             PASS_DURATION.observe(time.monotonic() - started)
 
     def _tell_held(self, held: Sequence[tuple[PodView, str]]) -> None:
-        """Each held topology-gated pod's evaluation says why it waits (`state/spreadhold.py`),
-        told once per reason; nothing is written to it (it keeps its gate)."""
+        """Each held zonal-spread pod's evaluation says why it waits (`state/spreadhold.py`), told
+        once per reason; nothing is written to it (a gated one keeps its gate)."""
         told, current = self._held, {pod.key: why for pod, why in held}
         for key in told.keys() - current.keys():
             del told[key]
@@ -186,7 +187,8 @@ class ProvisioningController:
             told[pod.key] = why
             self.decisions.evaluated(Decision(self.name, WAITING, f"pod/{pod.key}", why), log=False)
         if new:
-            log.info("%d topology-gated pod(s) keep their gate (the first, %s: %s)", len(new), new[0][0].key, new[0][1])
+            first, why = new[0]
+            log.info("%d zonal-spread pod(s) wait for their group (the first, %s: %s)", len(new), first.key, why)
 
     def _trigger(self, found: Provisionable, now: float) -> None:
         """Open or extend the batch window for pods seen for the first time (from when

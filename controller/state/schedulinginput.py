@@ -43,8 +43,8 @@ class Provisionable:
     pending: tuple[PodView, ...]  # to bind once a node is chosen
     rescheduled: tuple[PodView, ...]  # pods of nodes marked for deletion
     ignored: tuple[tuple[PodView, str], ...]  # (pod, why) never provisioned for
-    # (pod, why) topology-gated pods left gated for now: their spread counts a pod that escaped
-    # the gate and kube-scheduler has not placed yet (`state/spreadhold.py`)
+    # (pod, why) zonal-spread pods that wait for others of their group to be bound first: gated
+    # ones for a member that escaped the gate, unpinned ones for a pinned member (`spreadhold.py`)
     held: tuple[tuple[PodView, str], ...] = ()
 
     def pending_requests(self) -> tuple[PodRequest, ...]:
@@ -53,7 +53,7 @@ class Provisionable:
 
 def provisionable(snap: Snapshot, ordered: bool = True) -> Provisionable:
     """The provisionable pods the scheduler can read and Karpenter would not ignore (oldest
-    first; in no particular order with `ordered=False`), less the topology-gated ones held
+    first; in no particular order with `ordered=False`), less the zonal-spread pods held
     (`spreadhold.py`), the movable pods of owned nodes marked for deletion (by node name), and the
     ignored."""
     pending, ignored = [], []
@@ -64,7 +64,7 @@ def provisionable(snap: Snapshot, ordered: bool = True) -> Provisionable:
             ignored.append((pod, pod.request.ignore_reason))
         else:
             pending.append(pod)
-    holds = spread_holds([p for p in pending if p.topology_gated], snap.pods.values(), snap.now)
+    holds = spread_holds(pending, snap.pods.values(), snap.now)
     held = tuple((p, holds[p.key]) for p in pending if p.key in holds)
     if held:
         pending = [p for p in pending if p.key not in holds]

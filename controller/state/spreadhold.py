@@ -1,4 +1,4 @@
-"""Which topology-gated pods wait for a member of their spread that escaped karpy's gate. Pure.
+"""Which pending pods of a zonal spread wait for others of their group to be bound first. Pure.
 
 Why. karpy chooses the domain of each gated pod of a zonal spread counting the group's bound pods
 and the pods it pinned earlier (`provisioning/spreadpin.py`). A member created *without* the gate
@@ -8,18 +8,27 @@ still waiting are not among them): karpy cannot know that zone beforehand, nor c
 existing pod). Such members exist whenever the pod webhook failed open — its `failurePolicy` is
 `Ignore`, so a call slower than its timeout (5 s) on a loaded apiserver, or a webhook down,
 creates the pod ungated — or predate the webhook. The 5,000-pod harness with `--webhooks` at load
-3–13: 143 of the 1,500 spread pods failed open, kube-scheduler bound them after karpy had pinned all
-the others, and the spread ended at skew 4 over the four zones (maxSkew 1).
+3–13: 143 of the 1,500 spread pods failed open, kube-scheduler bound them after karpy had pinned
+all the others, and the spread ended at skew 4 over the four zones (maxSkew 1); at load 20–30, 75
+failed open, and karpy, counting the ~1,400 pinned pods kube-scheduler did not count yet, planned
+them into zones kube-scheduler refused, a new small node each pass (160 of that run's 220 launches).
 
-Rule. A gated pod waits — not provisioned for, not pinned, its gate kept — while a pod its
-DoNotSchedule spread counts (same namespace, matched by the constraint's selector) is pending
-outside karpy's choice: not bound, not gated (a pod behind any gate is scheduled by no one yet),
-its own node selector not fixing that key, not a DaemonSet or mirror pod, not terminal or being
-deleted, created at most `HOLD_SECONDS` ago. Once kube-scheduler has bound it, the gated pods are
-placed counting it where it is, so the group's end state holds maxSkew as far as the gated pods
-left can even it out (members that escape after every gated pod was pinned cannot be made up for).
-The time bound keeps a member that never schedules (a pod of an older ReplicaSet that fits
-nowhere, say) from holding the group for ever.
+Rules. A member is *unpinned* on a key when it is not bound, not gated (a pod behind any gate is
+scheduled by no one yet), its own node selector does not fix that key, and it is not a DaemonSet
+or mirror pod, terminal or being deleted; *pinned* likewise, its node selector fixing the key.
+1. A topology-gated pod waits — not provisioned for, not pinned, its gate kept — while an unpinned
+   member its DoNotSchedule spread counts (same namespace, matched by the constraint's selector)
+   was created at most `HOLD_SECONDS` ago. Once kube-scheduler has bound it, the gated pods are
+   placed counting it where it is, so the group's end state holds maxSkew as far as the gated pods
+   left can even it out (members that escape after every gated pod was pinned cannot be made up
+   for).
+2. An unpinned pending pod with such a spread waits — karpy provisions nothing for it (kube-scheduler
+   may still bind it into room that exists) — while a pinned member its spread counts is not bound
+   yet, for at most `HOLD_SECONDS` after its creation: kube-scheduler counts that member only once
+   bound, so a plan counting it now would launch into a zone kube-scheduler refuses.
+Nothing waits on a pod that waits itself (1 waits on unpinned members, 2 on pinned ones, pinned
+members on nothing), and the time bound keeps a member that never schedules (a pod of an older
+ReplicaSet that fits nowhere, say) from holding its group for ever.
 """
 
 from __future__ import annotations
@@ -33,8 +42,10 @@ from controller.state.snapshot import PodView
 HOLD_SECONDS = 300.0
 DO_NOT_SCHEDULE = "DoNotSchedule"
 
+Group = tuple[str, str, LabelSelector, bool]  # namespace, key, selector, looking for pinned members
 
-def _gated_groups(pod: PodView) -> list[tuple[str, LabelSelector]]:
+
+def _spreads(pod: PodView) -> list[tuple[str, LabelSelector]]:
     """(key, selector) of each of the pod's DoNotSchedule spreads off the hostname."""
     if pod.request is None:
         return []
@@ -45,8 +56,8 @@ def _gated_groups(pod: PodView) -> list[tuple[str, LabelSelector]]:
     ]
 
 
-def _escaped(pod: PodView, now: float) -> bool:
-    """Pending, and placed by kube-scheduler without karpy choosing its domain (see the rule)."""
+def _waiting_member(pod: PodView) -> bool:
+    """Not bound and not gated: kube-scheduler may place it (pinned or not) at any moment."""
     return (
         not pod.node_name
         and not pod.scheduling_gates
@@ -55,40 +66,57 @@ def _escaped(pod: PodView, now: float) -> bool:
         and not pod.is_mirror
         and not pod.terminal
         and not pod.deleting
-        and now - pod.created <= HOLD_SECONDS
     )
 
 
-def spread_holds(gated: Sequence[PodView], pods: Iterable[PodView], now: float) -> dict[str, str]:
-    """Pod key → why it waits, for the pods of `gated` (topology-gated, pending) whose spread
-    counts an escaped member among `pods` (every pod of the snapshot)."""
-    if not gated:
+def spread_holds(pending: Sequence[PodView], pods: Iterable[PodView], now: float) -> dict[str, str]:
+    """Pod key → why it waits, for the pods of `pending` (provisionable) the rules hold;
+    `pods`: every pod of the snapshot."""
+    gated = [p for p in pending if p.topology_gated]
+    unpinned = [
+        p for p in pending
+        if not p.topology_gated and now - p.created <= HOLD_SECONDS and p.request is not None
+        and any(key not in p.request.node_selector for key, _ in _spreads(p))
+    ]  # fmt: skip
+    if not gated and not unpinned:
         return {}
-    escaped: dict[str, list[PodView]] = {}
+    members: dict[str, list[PodView]] = {}
     for pod in pods:
-        if _escaped(pod, now):
-            escaped.setdefault(pod.namespace, []).append(pod)
-    if not escaped:
+        if _waiting_member(pod):
+            members.setdefault(pod.namespace, []).append(pod)
+    if not members:
         return {}
-    found: dict[tuple[str, str, LabelSelector], PodView | None] = {}  # per group: one escaped member
+    found: dict[Group, PodView | None] = {}  # per group: one member found (or none)
+
+    def member(pod: PodView, key: str, selector: LabelSelector, pinned: bool) -> PodView | None:
+        group = (pod.namespace, key, selector, pinned)
+        if group not in found:
+            found[group] = next(
+                (m for m in members.get(pod.namespace, ()) if m.key != pod.key and m.request is not None
+                 and (key in m.request.node_selector) == pinned and selector.matches(m.labels)
+                 and (pinned or now - m.created <= HOLD_SECONDS)),
+                None,
+            )  # fmt: skip
+        return found[group]
+
     out: dict[str, str] = {}
     for pod in gated:
-        members = escaped.get(pod.namespace)
-        if not members:
-            continue
-        for key, selector in _gated_groups(pod):
-            group = (pod.namespace, key, selector)
-            if group not in found:
-                found[group] = next(
-                    (m for m in members if m.request is not None and key not in m.request.node_selector
-                     and m.key != pod.key and selector.matches(m.labels)),
-                    None,
-                )  # fmt: skip
-            member = found[group]
-            if member is not None:
+        for key, selector in _spreads(pod):
+            escaped = member(pod, key, selector, pinned=False)
+            if escaped is not None:
                 out[pod.key] = (
-                    f"waits for pod {member.key}, created without karpy's topology gate, to be placed by "
+                    f"waits for pod {escaped.key}, created without karpy's topology gate, to be placed by "
                     f"kube-scheduler: its spread on {key} counts it"
+                )
+                break
+    for pod in unpinned:
+        assert pod.request is not None
+        for key, selector in _spreads(pod):
+            pinned = None if key in pod.request.node_selector else member(pod, key, selector, pinned=True)
+            if pinned is not None:
+                out[pod.key] = (
+                    f"waits for pod {pinned.key}, pinned to its {key} and not bound yet: kube-scheduler counts "
+                    f"it in this pod's spread only once it is bound"
                 )
                 break
     return out

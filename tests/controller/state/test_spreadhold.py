@@ -35,19 +35,19 @@ def views(*pods: dict[str, Any]) -> list[PodView]:
 
 def holds(*pods: dict[str, Any]) -> dict[str, str]:
     every = views(*pods)
-    return spread_holds([p for p in every if p.topology_gated], every, NOW)
+    return spread_holds([p for p in every if p.provisionable], every, NOW)
 
 
 def test_gated_pods_wait_while_a_member_created_without_the_gate_is_pending() -> None:
     out = holds(spread_pod("g1", gated=True), spread_pod("g2", gated=True), spread_pod("escaped"))
-    assert sorted(out) == ["default/g1", "default/g2"]
+    assert sorted(out) == ["default/g1", "default/g2"]  # the escaped pod itself is provisioned for
     assert "default/escaped" in out["default/g1"] and "kube-scheduler" in out["default/g1"]
 
 
 def test_nothing_waits_once_the_member_is_bound_pinned_or_gated_itself() -> None:
     gated = spread_pod("g1", gated=True)
     assert holds(gated, spread_pod("bound", node="n1")) == {}
-    assert holds(gated, spread_pod("pinned", nodeSelector={L.ZONE: "us-west-2a"})) == {}
+    assert holds(gated, spread_pod("pinned", nodeSelector={L.ZONE: "us-west-2a"})) == {}  # its zone is known
     assert holds(gated, spread_pod("g2", gated=True)) == {}  # gated: karpy chooses its zone too
     other_gate = spread_pod("quota")
     other_gate["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
@@ -79,3 +79,23 @@ def test_a_held_pod_is_not_provisionable_and_says_why() -> None:
     found = provisionable(state.snapshot())
     assert sorted(p.key for p in found.pending) == ["default/escaped", "default/other"]
     assert [(p.key, "default/escaped" in why) for p, why in found.held] == [("default/g1", True)]
+
+
+def test_an_unpinned_member_waits_while_a_pinned_one_is_not_bound() -> None:
+    """kube-scheduler counts the pinned pod only once it is bound: a plan counting it now would
+    launch into a zone kube-scheduler refuses for the unpinned one."""
+    pinned = spread_pod("pinned", nodeSelector={L.ZONE: "us-west-2a"})
+    out = holds(spread_pod("escaped"), pinned)
+    assert list(out) == ["default/escaped"] and "default/pinned" in out["default/escaped"]
+    assert holds(spread_pod("escaped"), spread_pod("pinned", node="n1", nodeSelector={L.ZONE: "us-west-2a"})) == {}
+    assert holds(spread_pod("escaped", age=HOLD_SECONDS + 1), pinned) == {}  # not for ever
+    other = spread_pod("other", labels={"app": "t"}, nodeSelector={L.ZONE: "us-west-2a"})
+    assert holds(spread_pod("escaped"), other) == {}  # the spread (app=s) does not count it
+
+
+def test_a_member_waiting_itself_holds_no_one_and_pinned_pods_never_wait() -> None:
+    pinned = spread_pod("pinned", nodeSelector={L.ZONE: "us-west-2a"})
+    gated = spread_pod("g1", gated=True)
+    out = holds(gated, spread_pod("escaped"), pinned)
+    assert sorted(out) == ["default/escaped", "default/g1"]  # g1 for the escaped pod, it for the pinned one
+    assert "default/pinned" not in out
