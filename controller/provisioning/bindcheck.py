@@ -14,7 +14,11 @@ kube-scheduler, which binds at the same time (issue 8):
    kube-scheduler: the node karpy launched for it is released with the rest of the batch (all
    planned domains exist at once) and kube-scheduler binds it there or wherever it fits. The same
    goes for required pod affinity not already satisfied on the node (the "first pod of a group
-   may go anywhere" rule races too).
+   may go anywhere" rule races too). Not a spread kube-scheduler counts over one domain
+   (`single_domain`: the pod's own node selector fixes the key, as karpy's pin does, with the node
+   affinity honoured and `minDomains` at most 1): its skew is 1 on any node of that domain
+   whatever the other nodes hold, so such a pod is bound like any other, and such a spread of
+   another pod does not make this one depend on other nodes either.
 3. **Re-checked against the node as it is now** (the fresh snapshot plus the pods bound earlier
    in this pass): still pending; resources with the DaemonSet pods still to come; every
    `NoSchedule`/`NoExecute` taint tolerated — startup taints included, so such pods are bound by
@@ -39,7 +43,7 @@ from controller.core import resources as res
 from controller.core.labels import BINDING_HOLD, HOSTNAME, UNSCHEDULABLE_TAINT_KEY
 from controller.core.requirements import Requirement
 from controller.core.taints import NO_EXECUTE, NO_SCHEDULE, Taint, first_untolerated, is_ephemeral
-from controller.scheduling.types import LabelSelector, PodAffinityTerm, PodRequest
+from controller.scheduling.types import LabelSelector, PodAffinityTerm, PodRequest, TopologySpreadConstraint
 from controller.scheduling.volumes import bind_refusal
 from controller.state.snapshot import NodeView, Snapshot
 
@@ -64,6 +68,19 @@ def _affinity_term(term: PodAffinityTerm) -> _Term:
     return _Term(term.namespaces, term.namespace_selector is not None, term.selector)
 
 
+def single_domain(pod: PodRequest, c: TopologySpreadConstraint) -> bool:
+    """kube-scheduler counts this spread of the pod over one domain: only the nodes the pod's node
+    affinity allows count (`nodeAffinityPolicy: Honor`, the default), its node selector fixes the
+    key (a pod karpy pinned when lifting its topology gate, `spreadpin.py`), and `minDomains` is at
+    most 1 (more would make the global minimum 0). Its PodTopologySpread filter then reads
+    count + 1 - count = 1 <= maxSkew on every node of that domain (v1.33 `filtering.go`)."""
+    return (
+        c.topology_key in pod.node_selector
+        and c.node_affinity_policy != "Ignore"
+        and (c.min_domains is None or c.min_domains <= 1)
+    )
+
+
 def cross_node_terms(pods: Iterable[PodRequest]) -> frozenset[_Term]:
     """The terms by which one pod's placement constrains pods on other nodes: DoNotSchedule spread,
     required anti-affinity off hostname, and the required affinity of a pod that matches its own
@@ -73,7 +90,7 @@ def cross_node_terms(pods: Iterable[PodRequest]) -> frozenset[_Term]:
     out: set[_Term] = set()
     for pod in pods:
         for c in pod.topology_spread:
-            if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME:
+            if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME and not single_domain(pod, c):
                 out.add(_Term(frozenset({pod.namespace}), False, c.selector))
         out.update(_affinity_term(t) for t in pod.pod_anti_affinity if t.topology_key != HOSTNAME)
         out.update(term for term in map(_affinity_term, pod.pod_affinity) if term.selects(pod))
@@ -83,7 +100,7 @@ def cross_node_terms(pods: Iterable[PodRequest]) -> frozenset[_Term]:
 def depends_on_other_nodes(pod: PodRequest, terms: frozenset[_Term]) -> str:
     """Why this pod's placement depends on nodes other than its own ("" when it does not)."""
     for c in pod.topology_spread:
-        if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME:
+        if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME and not single_domain(pod, c):
             return f"its topology spread on {c.topology_key} counts pods on other nodes"
     for kind, group in (("anti-affinity", pod.pod_anti_affinity), ("affinity", pod.pod_affinity)):
         for t in group:
@@ -175,6 +192,8 @@ def refusal(
         return "the pod is gone"
     if view.node_name or view.deleting or view.terminal:
         return "the pod is no longer pending"
+    if view.scheduling_gates:
+        return "it is still gated (the apiserver refuses its binding)"
     node = snap.nodes.get(node_name)
     if node is None or node.deleting or node.marked_for_deletion:
         return f"node {node_name} is gone or being deleted"

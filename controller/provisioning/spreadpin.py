@@ -16,9 +16,10 @@ in every batch and placed first, see `solver.py` — and every zone the provisio
 ones included). Once the pod's node exists (an existing node, or a new
 node created held), karpy removes the gate and, in the same write (guarded by the pod's
 resourceVersion), adds a `nodeSelector` fixing each of the gated keys to that node's value.
-kube-scheduler then binds the pod anywhere in that domain; its own spread check for the pod
-counts only that domain (`nodeAffinityPolicy: Honor`), so it cannot move the pod to another
-zone, and the domains it sees never decide the group's spread. A pod karpy ignores (spec §3.4)
+karpy then binds the pod to that node when it holds it (`bindcheck.single_domain`), else
+kube-scheduler binds it anywhere in that domain; kube-scheduler's spread check for the pod counts
+only that domain (`nodeAffinityPolicy: Honor`), so it cannot move the pod to another zone, and
+the domains it sees never decide the group's spread. A pod karpy ignores (spec §3.4)
 is released without a pin, as is a pod whose node has no value for a gated key.
 
 What this changes for users: such a pod carries the extra node selector for its life (a

@@ -259,6 +259,9 @@ def _spread(spec: Mapping[str, Any]) -> tuple[TopologySpreadConstraint, ...]:
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
             raise PodSpecError(f"{path}.whenUnsatisfiable: must be DoNotSchedule or ScheduleAnyway, got {when!r}")
         min_domains = item.get("minDomains")
+        policy = str(item.get("nodeAffinityPolicy") or "Honor")
+        if policy not in ("Honor", "Ignore"):
+            raise PodSpecError(f"{path}.nodeAffinityPolicy: must be Honor or Ignore, got {policy!r}")
         out.append(
             TopologySpreadConstraint(
                 topology_key=str(item["topologyKey"]),
@@ -266,6 +269,7 @@ def _spread(spec: Mapping[str, Any]) -> tuple[TopologySpreadConstraint, ...]:
                 when_unsatisfiable=when,
                 selector=label_selector(item.get("labelSelector"), f"{path}.labelSelector"),
                 min_domains=None if min_domains is None else _int(min_domains, f"{path}.minDomains"),
+                node_affinity_policy=policy,
             )
         )
     return tuple(out)

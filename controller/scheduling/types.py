@@ -128,6 +128,7 @@ class TopologySpreadConstraint:
     when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
     selector: LabelSelector | None
     min_domains: int | None = None
+    node_affinity_policy: str = "Honor"  # Honor: kube-scheduler counts only the nodes the pod may use | Ignore
 
 
 @dataclass(frozen=True, slots=True)

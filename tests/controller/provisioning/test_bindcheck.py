@@ -68,6 +68,16 @@ def in_zone(zone: str) -> dict[str, Any]:
     return node
 
 
+def pinned(name: str = "p", node: str = "", zone: str = "zone-a", gated: bool = False, **extra: Any) -> dict[str, Any]:
+    """A zonal-spread pod pinned to `zone` by its node selector (as karpy pins a gated pod)."""
+    constraint = {**spread("s", ZONE)["topologySpreadConstraints"][0], **extra}
+    pod = make_pod(name, labels={"app": "s"}, node=node, nodeSelector={ZONE: zone},
+                   topologySpreadConstraints=[constraint])  # fmt: skip
+    if gated:
+        pod["spec"]["schedulingGates"] = [{"name": "karpy.sh/topology-spread"}]
+    return pod
+
+
 BOUND_IN_C = [
     (CLAIMS, claim("data", volume="pv")),
     (VOLUMES, volume("pv", terms=zone_affinity("zone-c"), claim_ref=("default", "data"))),
@@ -104,6 +114,24 @@ CASES: dict[str, tuple[list[tuple[Any, dict[str, Any]]], str]] = {
         [(NODES, held()), (PODS, make_pod("p", labels={"app": "s"}, **spread("s", ZONE)))],
         "topology spread on",
     ),
+    # karpy's pin (spreadpin.py): kube-scheduler counts the spread over the pinned zone alone
+    "a zonal spread pinned to the node's zone": (
+        [(NODES, in_zone("zone-a")), (PODS, pinned()), (PODS, pinned("q", node="n9", zone="zone-b"))],
+        "",
+    ),
+    "a pinned zonal spread whose node affinity kube-scheduler ignores": (
+        [(NODES, in_zone("zone-a")), (PODS, pinned(nodeAffinityPolicy="Ignore"))],
+        "topology spread on",
+    ),
+    "a pinned zonal spread with minDomains above 1": (
+        [(NODES, in_zone("zone-a")), (PODS, pinned(minDomains=3))],
+        "topology spread on",
+    ),
+    "a pinned pod another pod's unpinned zonal spread counts": (
+        [(NODES, in_zone("zone-a")), (PODS, pinned()), (PODS, make_pod("q", labels={"app": "s"}, **spread("s", ZONE)))],
+        "another pod's",
+    ),
+    "a pinned pod still gated": ([(NODES, in_zone("zone-a")), (PODS, pinned(gated=True))], "still gated"),
     "zonal anti-affinity is left to kube-scheduler": (
         [(NODES, held()), (PODS, make_pod("p", labels={"app": "a"}, **anti("a", ZONE)))],
         "anti-affinity on",

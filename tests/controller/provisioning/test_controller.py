@@ -324,7 +324,7 @@ def test_gated_spread_pods_get_nodes_in_every_zone_and_are_released_pinned_not_b
     pods = env.kube.items(PODS)
     assert all("schedulingGates" not in p["spec"] for p in pods)
     assert sorted(p["spec"]["nodeSelector"][L.ZONE] for p in pods) == sorted(zones.values())
-    assert env.kube.bindings == []  # kube-scheduler binds each within its zone
+    assert env.kube.bindings == []  # the startup taint: kube-scheduler binds each within its zone once it goes
 
 
 def test_a_gated_pod_planned_onto_an_existing_node_is_pinned_to_its_zone() -> None:
@@ -531,11 +531,26 @@ def nomination(env: Env, pod: str) -> str:
     return str(env.kube.get(PODS, pod, "default")["status"].get("nominatedNodeName") or "")
 
 
-def test_a_spread_pod_karpy_does_not_bind_is_nominated_to_its_new_node_just_before_the_release() -> None:
-    """Gated, placed, pinned to the new node's zone (issue 17), left to kube-scheduler and told
-    where it is expected."""
+def test_a_pinned_spread_pod_is_bound_by_karpy_on_its_new_node() -> None:
+    """Gated, placed, pinned to the new node's zone (issue 17): kube-scheduler counts its spread
+    over that zone alone (bindcheck.single_domain), so karpy binds it like any other pod."""
     env = make_env(startupTaints=[])
     env.kube.put(PODS, gated_pod("s0"))
+    outcome = env.run_batch()
+    assert isinstance(outcome, ProvisioningPass) and outcome.nominated == {}
+    (node,) = env.kube.items(NODES)
+    assert env.kube.bindings == [("default/s0", node["metadata"]["name"])]
+    assert env.kube.get(PODS, "s0", "default")["spec"]["nodeSelector"] == {L.ZONE: node["metadata"]["labels"][L.ZONE]}
+
+
+def test_a_spread_pod_karpy_does_not_bind_is_nominated_to_its_new_node_just_before_the_release() -> None:
+    """Gated, placed, pinned to the new node's zone (issue 17), left to kube-scheduler (its spread
+    counts every zone: `nodeAffinityPolicy: Ignore`) and told where it is expected."""
+    env = make_env(startupTaints=[])
+    ignoring = [{**ZONE_SPREAD[0], "nodeAffinityPolicy": "Ignore"}]
+    pod = make_pod("s0", labels={"app": "s"}, pending=False, tolerations=TOLERATE, topologySpreadConstraints=ignoring)
+    pod["spec"]["schedulingGates"] = [{"name": L.TOPOLOGY_GATE}]
+    env.kube.put(PODS, pod)
     env.kube.put(PODS, make_pod("plain", cpu="500m", tolerations=TOLERATE))
     outcome = env.run_batch()
     assert isinstance(outcome, ProvisioningPass)

@@ -1,8 +1,10 @@
 """End to end: a pod karpy leaves to kube-scheduler is told its node (issue 21; nominations.py).
 
 A zonal-spread pod karpy launches a node for — gated at creation by karpy's pod webhook, as the
-chart installs it, and pinned to the node's zone when karpy lifts the gate (issue 17) — is not
-bound by karpy (its spread counts pods on other nodes, `bindcheck.py`): karpy writes the node
+chart installs it, and pinned to the node's zone when karpy lifts the gate (issue 17) — whose
+spread counts every zone whatever its node selector (`nodeAffinityPolicy: Ignore`) is not bound by
+karpy (its spread counts pods on other nodes, `bindcheck.py`; with the default policy the pin
+leaves kube-scheduler one zone to count and karpy binds it): karpy writes the node
 into its `status.nominatedNodeName` as it releases the node, and kube-scheduler keeps the node's
 room for it. Meanwhile other pods of the
 same priority that would fit that room keep arriving, as in a large scale-up — pods karpy never
@@ -29,7 +31,7 @@ from tests.support.poll import until
 
 pytestmark = pytest.mark.e2e
 
-SPREAD = [{"maxSkew": 1, "topologyKey": L.ZONE, "whenUnsatisfiable": "DoNotSchedule",
+SPREAD = [{"maxSkew": 1, "topologyKey": L.ZONE, "whenUnsatisfiable": "DoNotSchedule", "nodeAffinityPolicy": "Ignore",
            "labelSelector": {"matchLabels": {"app": "spread"}}}]  # fmt: skip
 # any node but one that does not exist: kube-scheduler places such a pod anywhere, karpy ignores it
 ANY_NODE = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
