@@ -81,15 +81,18 @@ def single_domain(pod: PodRequest, c: TopologySpreadConstraint) -> bool:
     )
 
 
-def cross_node_terms(pods: Iterable[PodRequest]) -> frozenset[_Term]:
-    """The terms by which one pod's placement constrains pods on other nodes: DoNotSchedule spread,
-    required anti-affinity off hostname, and the required affinity of a pod that matches its own
+def cross_node_terms(pods: Iterable[tuple[PodRequest, bool]]) -> frozenset[_Term]:
+    """The terms by which one pod's placement constrains pods on other nodes, of `pods` (request,
+    bound): DoNotSchedule spread of a pod not bound yet (a bound pod's spread is never checked
+    again; one kube-scheduler counts over one domain constrains nothing elsewhere), required
+    anti-affinity off hostname (also a bound pod's: kube-scheduler checks an existing pod's
+    anti-affinity against each new one), and the required affinity of a pod that matches its own
     term (kube-scheduler lets the first pod of such a group go anywhere only while no pod matches
     anywhere, so a new match elsewhere changes where it may go). Affinity to other pods only gains
     options when a matching pod is placed, and hostname anti-affinity only concerns one node."""
     out: set[_Term] = set()
-    for pod in pods:
-        for c in pod.topology_spread:
+    for pod, bound in pods:
+        for c in () if bound else pod.topology_spread:
             if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME and not single_domain(pod, c):
                 out.add(_Term(frozenset({pod.namespace}), False, c.selector))
         out.update(_affinity_term(t) for t in pod.pod_anti_affinity if t.topology_key != HOSTNAME)
@@ -175,7 +178,7 @@ class BindContext:
     @staticmethod
     def of(snapshot: Snapshot, daemonsets: Sequence[PodRequest]) -> BindContext:
         live = (p for p in snapshot.pods.values() if not p.terminal and not p.deleting)
-        pods = (p.request for p in live if p.request is not None)
+        pods = ((p.request, bool(p.node_name)) for p in live if p.request is not None)
         return BindContext(snapshot, daemonsets, cross_node_terms(pods))
 
 

@@ -131,6 +131,14 @@ CASES: dict[str, tuple[list[tuple[Any, dict[str, Any]]], str]] = {
         [(NODES, in_zone("zone-a")), (PODS, pinned()), (PODS, make_pod("q", labels={"app": "s"}, **spread("s", ZONE)))],
         "another pod's",
     ),
+    "a pinned pod a bound pod's unpinned zonal spread counts": (
+        [
+            (NODES, in_zone("zone-a")),
+            (PODS, pinned()),
+            (PODS, make_pod("q", labels={"app": "s"}, node="n9", **spread("s", ZONE))),
+        ],
+        "",
+    ),
     "a pinned pod still gated": ([(NODES, in_zone("zone-a")), (PODS, pinned(gated=True))], "still gated"),
     "zonal anti-affinity is left to kube-scheduler": (
         [(NODES, held()), (PODS, make_pod("p", labels={"app": "a"}, **anti("a", ZONE)))],
