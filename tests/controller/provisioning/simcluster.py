@@ -13,7 +13,8 @@ kube-scheduler racing it, kwok-like readiness, arrivals at any moment, and contr
   the Provisioner a startup taint that kwok() removes one pass after the node turns Ready, as the
   agent it waits for would.
 - `webhook=True` creates pods as karpy's pod webhook admits them (zonal-spread pods gated with
-  `karpy.sh/topology-spread`); the fake kube-scheduler leaves gated pods alone.
+  `karpy.sh/topology-spread`; `add_pod(gate=False)`: one the webhook failed open for); the fake
+  kube-scheduler leaves gated pods alone.
 - Volumes: `add_volume_pod()` makes a pod with a claim — bound to a volume in one zone, of a
   WaitForFirstConsumer class that provisions, or missing. kube_scheduler() honours volumes as
   kube-scheduler does (a bound volume's zone; a claim to bind gets its volume in the chosen node's
@@ -145,12 +146,14 @@ class SimCluster:
 
     # the rest of the cluster -----------------------------------------------------------------
 
-    def add_pod(self, app: str, cpu: str = "500m", memory: str = "512Mi", **spec: Any) -> str:
+    def add_pod(self, app: str, cpu: str = "500m", memory: str = "512Mi", gate: bool = True, **spec: Any) -> str:
+        """A new pod; with `webhook`, admitted by karpy's pod webhook unless `gate` is False (the
+        webhook failed open: its call outlasted the timeout)."""
         self._seq += 1
         name = f"{app}-{self._seq}"
         pod = make_pod(name, cpu=cpu, memory=memory, labels={"app": app}, pending=False, **spec)
         pod["metadata"]["creationTimestamp"] = format_timestamp(self.clock.now())
-        if self.webhook:  # karpy's pod webhook, as the apiserver would call it
+        if self.webhook and gate:  # karpy's pod webhook, as the apiserver would call it
             for op in gate_patch(pod):
                 pod["spec"].setdefault("schedulingGates", [])
                 pod["spec"]["schedulingGates"] += op["value"] if isinstance(op["value"], list) else [op["value"]]
