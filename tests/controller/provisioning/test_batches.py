@@ -171,7 +171,8 @@ def test_random_arrivals_every_binding_is_one_kube_scheduler_accepts(
         if action == "arrive":
             arrive(sim, *arg)
         elif action == "arrive-ungated":
-            arrive(sim, *arg, gate=False)
+            workload, count, size = arg
+            arrive(sim, workload, count, size, gate=False)
             escaped = True
         elif action == "kube-scheduler":
             sim.kube_scheduler()
