@@ -73,7 +73,7 @@ from bench.e2e import (
 from bench.sidebyside import machine
 from controller.cloudprovider.simulated.catalog import catalog_from_json
 from controller.core import labels as L
-from controller.kube.client import KubeClient
+from controller.kube.client import Kube, KubeClient
 from controller.kube.resources import NODES, PODS
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput
@@ -295,8 +295,10 @@ def start_karpy(
     return ctrl, port
 
 
-def spread_skew(kube: KubeClient, app: str, node_label: str) -> int:
-    """max - min Running pods of `app` over the zones of the autoscaler's nodes."""
+def spread_skew(kube: Kube, app: str, node_label: str) -> int:
+    """max - min Running pods of `app` over the zones of the autoscaler's nodes; a pod being
+    deleted (evicted from a node being consolidated, still Running until it goes) is not counted,
+    as kube-scheduler does not count it."""
     zones = {
         n["metadata"]["name"]: n["metadata"]["labels"].get(L.ZONE, "")
         for n in kube.list(NODES).items
@@ -305,7 +307,7 @@ def spread_skew(kube: KubeClient, app: str, node_label: str) -> int:
     counts = dict.fromkeys(set(zones.values()), 0)
     for pod in kube.list(PODS).items:
         node = pod["spec"].get("nodeName")
-        running = pod.get("status", {}).get("phase") == "Running"
+        running = pod.get("status", {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
         if running and node in zones and pod["metadata"].get("labels", {}).get("app") == app:
             counts[zones[node]] += 1
     return max(counts.values()) - min(counts.values()) if counts else 0

@@ -6,9 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.karpenter_e2e import Catalog, fleet_state, fresh_price, kwok_catalog, stage_summary, workloads
+from bench.karpenter_e2e import Catalog, fleet_state, fresh_price, kwok_catalog, spread_skew, stage_summary, workloads
+from controller.clock import FakeClock
 from controller.cloudprovider.simulated.catalog import catalog_from_json
 from controller.core import labels as L
+from controller.kube.resources import NODES, PODS
+from tests.builders.wire import make_node, make_pod
+from tests.fakes.kube import FakeKube
 
 KWOK_TYPE = {
     "name": "m-4x-amd64-linux",
@@ -95,3 +99,19 @@ def test_a_fleet_with_a_node_draining_is_not_settled() -> None:
     names, busy = fleet_state(nodes, L.PROVISIONER_NAME)
     assert names == {"a", "b", "c", "d"} and busy == {"b", "c", "d"}
     assert fleet_state([node("a")], L.PROVISIONER_NAME) == (frozenset({"a"}), frozenset())
+
+
+def test_spread_skew_counts_running_pods_over_the_autoscalers_zones_not_those_being_deleted() -> None:
+    kube = FakeKube(FakeClock())
+    for name, zone in (("a1", "za"), ("b1", "zb"), ("b2", "zb")):
+        kube.put(NODES, make_node(name, labels={L.PROVISIONER_NAME: "default", L.ZONE: zone}))
+    kube.put(NODES, make_node("other", labels={L.ZONE: "zc"}))  # not the autoscaler's: its zone is not counted
+    pods = [("w1", "a1"), ("w2", "b1"), ("w3", "b2"), ("w4", "b2"), ("w5", "other")]
+    for name, node in pods:
+        kube.put(PODS, make_pod(name, node=node, phase="Running", labels={"app": "web"}))
+    kube.put(PODS, make_pod("api", node="a1", phase="Running", labels={"app": "api"}))
+    assert spread_skew(kube, "web", L.PROVISIONER_NAME) == 2  # za 1, zb 3
+    leaving = kube.get(PODS, "w4", "default")
+    leaving["metadata"]["deletionTimestamp"] = "2026-11-26T12:00:00Z"  # evicted, still Running until it goes
+    kube.put(PODS, leaving)
+    assert spread_skew(kube, "web", L.PROVISIONER_NAME) == 1
