@@ -139,7 +139,7 @@ class ProvisioningController:
         self.batcher = Batcher(clock, self.settings.batch_idle_seconds, self.settings.batch_max_seconds)
         self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
         self._last_try: dict[str, float] = {}
-        self._held: dict[str, str] = {}  # held topology-gated pod → the reason it was told
+        self._held: dict[str, str] = {}  # held zonal-spread pod → the reason it was told
         self._batch_taken = 0.0  # when the last batch's snapshot was taken
         self._retained = float("-inf")  # when the evaluations of gone pods were last forgotten
         self._templates: dict[str, AWSNodeTemplate | None] = {}
