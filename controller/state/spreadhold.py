@@ -109,8 +109,8 @@ def spread_holds(pending: Sequence[PodView], pods: Iterable[PodView], now: float
             escaped = member(pod, key, selector, pinned=False)
             if escaped is not None:
                 out[pod.key] = (
-                    f"waits for pod {escaped.key}, created without karpy's topology gate, to be placed by "
-                    f"kube-scheduler: its spread on {key} counts it"
+                    f"waits for pod {escaped.key}, not gated (e.g. created while karpy's pod webhook failed "
+                    f"open), to be bound by kube-scheduler: its spread on {key} counts it"
                 )
                 break
     for pod in unpinned:
