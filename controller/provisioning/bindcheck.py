@@ -18,7 +18,11 @@ kube-scheduler, which binds at the same time (issue 8):
    (`single_domain`: the pod's own node selector fixes the key, as karpy's pin does, with the node
    affinity honoured and `minDomains` at most 1): its skew is 1 on any node of that domain
    whatever the other nodes hold, so such a pod is bound like any other, and such a spread of
-   another pod does not make this one depend on other nodes either.
+   another pod does not make this one depend on other nodes either. Nor does another pod's
+   unpinned spread that counts a pinned pod: kube-scheduler placing that pod meanwhile, from a
+   view without this binding, is the order "that pod, then this one", which kube-scheduler itself
+   accepts (this pod's check counts its own zone only) — unlike another pod's zonal
+   anti-affinity, which kube-scheduler checks against each new pod.
 3. **Re-checked against the node as it is now** (the fresh snapshot plus the pods bound earlier
    in this pass): still pending; resources with the DaemonSet pods still to come; every
    `NoSchedule`/`NoExecute` taint tolerated — startup taints included, so such pods are bound by
@@ -57,6 +61,7 @@ class _Term:
     namespaces: frozenset[str]
     all_namespaces: bool
     selector: LabelSelector | None
+    spread: bool = False  # a DoNotSchedule spread's selector (else a pod (anti-)affinity term)
 
     def selects(self, pod: PodRequest) -> bool:
         if self.selector is None or (not self.all_namespaces and pod.namespace not in self.namespaces):
@@ -94,7 +99,7 @@ def cross_node_terms(pods: Iterable[tuple[PodRequest, bool]]) -> frozenset[_Term
     for pod, bound in pods:
         for c in () if bound else pod.topology_spread:
             if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME and not single_domain(pod, c):
-                out.add(_Term(frozenset({pod.namespace}), False, c.selector))
+                out.add(_Term(frozenset({pod.namespace}), False, c.selector, spread=True))
         out.update(_affinity_term(t) for t in pod.pod_anti_affinity if t.topology_key != HOSTNAME)
         out.update(term for term in map(_affinity_term, pod.pod_affinity) if term.selects(pod))
     return frozenset(out)
@@ -109,7 +114,11 @@ def depends_on_other_nodes(pod: PodRequest, terms: frozenset[_Term]) -> str:
         for t in group:
             if t.topology_key != HOSTNAME:
                 return f"its pod {kind} on {t.topology_key} depends on pods on other nodes"
-    if any(t.selects(pod) for t in terms):
+    pinned = any(
+        single_domain(pod, c) for c in pod.topology_spread
+        if c.when_unsatisfiable == DO_NOT_SCHEDULE and c.topology_key != HOSTNAME
+    )  # fmt: skip
+    if any(t.selects(pod) and not (pinned and t.spread) for t in terms):
         return "another pod's spread or pod (anti-)affinity counts it across nodes"
     return ""
 

@@ -127,8 +127,21 @@ CASES: dict[str, tuple[list[tuple[Any, dict[str, Any]]], str]] = {
         [(NODES, in_zone("zone-a")), (PODS, pinned(minDomains=3))],
         "topology spread on",
     ),
-    "a pinned pod another pod's unpinned zonal spread counts": (
+    # kube-scheduler placing q meanwhile without seeing p's binding is the order "q, then p": both accepted
+    "a pinned pod another pending pod's unpinned zonal spread counts": (
         [(NODES, in_zone("zone-a")), (PODS, pinned()), (PODS, make_pod("q", labels={"app": "s"}, **spread("s", ZONE)))],
+        "",
+    ),
+    "a pinned pod another pending pod's zonal anti-affinity selects": (
+        [(NODES, in_zone("zone-a")), (PODS, pinned()), (PODS, make_pod("q", labels={"app": "x"}, **anti("s", ZONE)))],
+        "another pod's",
+    ),
+    "a plain pod another pending pod's zonal spread counts": (
+        [
+            (NODES, held()),
+            (PODS, make_pod("p", labels={"app": "s"})),
+            (PODS, make_pod("q", labels={"app": "s"}, **spread("s", ZONE))),
+        ],
         "another pod's",
     ),
     "a pinned pod a bound pod's unpinned zonal spread counts": (
