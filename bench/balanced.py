@@ -32,9 +32,13 @@ savings ($/h) against cumulative pods moved:
 - *karpy*: the controller's own deprovisioning pass (`deprovisioning/decide.py`, the real
   scheduler, no validation wait) run again and again on that cluster — one Provisioner,
   consolidation enabled, the same 26 types and prices as instance types with no overhead, one zone,
-  each pod's cost as its `pod-deletion-cost` (cost 0 → −2^27, 10 → 9 × 2^27) — every command
-  applied (its candidates gone, its replacement launched, each pod where the command's simulation
-  put it) until no method acts.
+  each pod's cost as its `pod-deletion-cost` (cost 0 → −2^27, 10 → 9 × 2^27), one ReplicaSet per
+  50th pod — every command applied as on a cluster (`halving.apply`: its replacements up, its
+  candidates gone, each moving pod's successor where kube-scheduler's default scoring puts it —
+  the accepting node with the most room left, not the plan's first fit — and those it finds no
+  room for provisioned on new nodes, whose price counts against the command's saving) until no
+  method acts. The executed rankings place pods best-fit, which kube-scheduler does not: their
+  curves are a bound karpy's real placement does not promise.
 
 Each round says whether, after every one of karpy's commands, its cumulative savings are at or
 above the best ranking curve's at the same pods moved (a curve linear between its moves; past its
@@ -60,17 +64,14 @@ from typing import Any
 import numpy as np
 
 from bench.clusters import LAUNCHED, ready_node
+from bench.halving import Cluster, apply
 from controller.clock import FakeClock
 from controller.core import labels as L
 from controller.core.resources import parse_resources
 from controller.deprovisioning.decide import decide
-from controller.deprovisioning.repackconsolidation import REPACK_SIMULATION
-from controller.deprovisioning.simulation import ONE_NODE, simulate
 from controller.deprovisioning.types import (
     CONSOLIDATION_FIRST,
     CONSOLIDATION_ORDERS,
-    REPACK_CONSOLIDATION,
-    Command,
     DeprovisioningSettings,
     Inputs,
 )
@@ -416,9 +417,10 @@ class Step:
     method: str
     action: str
     nodes: int  # nodes removed
-    launched: int
+    launched: int  # the command's replacements
+    spilled: int  # nodes provisioning launched for moved pods kube-scheduler found no room for
     pods: int  # pods moved
-    savings: float  # $/h
+    savings: float  # $/h: the fleet's price before less after (the spilled pods' nodes included)
 
 
 def wire(nodes: Sequence[Node], types: Mapping[str, InstanceType]) -> dict[str, list[Obj]]:
@@ -432,65 +434,32 @@ def wire(nodes: Sequence[Node], types: Mapping[str, InstanceType]) -> dict[str, 
 
 
 def consolidate(nodes: Sequence[Node], order: str = CONSOLIDATION_FIRST, limit: int = 10_000) -> list[Step]:
-    """karpy's deprovisioning passes on this cluster until none acts, every command applied; the
-    consolidation methods chosen among as `order` says (`DeprovisioningSettings.consolidation_order`)."""
+    """karpy's deprovisioning passes on this cluster until none acts, every command applied as it
+    goes on a cluster (`halving.apply`: the moving pods' successors placed where kube-scheduler's
+    default scoring puts them, not where the command's plan did; those it finds no room for
+    provisioned); the consolidation methods chosen among as `order` says
+    (`DeprovisioningSettings.consolidation_order`)."""
     settings = dataclasses.replace(NO_WAIT, consolidation_order=order)
     types = {it.name: it for it in catalog()}
     objects = wire(nodes, types)
-    pods = {f"default/{p['metadata']['name']}": p for p in objects[PODS.name]}
     state = ClusterState(FakeClock(NOW))
     for kind in WATCHED:
         state.replace(kind.name, objects.get(kind.name, []))
-    instance_types = {"default": tuple(types.values())}
+    pods = {f"default/{p['metadata']['name']}": p for p in objects[PODS.name]}
+    cluster = Cluster(state, pods, tuple(types.values()), launched=len(nodes))  # new nodes named after the others
+    instance_types = {"default": cluster.types}
     steps: list[Step] = []
-    launched = 0
     while len(steps) < limit:
-        inputs = Inputs.of(state.snapshot(), instance_types)
-        decision = decide(inputs, None, schedule, settings)
+        decision = decide(Inputs.of(state.snapshot(), instance_types), None, schedule, settings)
         cmd = decision.execute
         if cmd is None:
             return steps
-        launched = apply(state, inputs, cmd, decision.method, pods, types, launched)
-        saved = (cmd.price_before or 0.0) - (cmd.price_after or 0.0)
-        moved = sum(len(c.pods) for c in cmd.candidates)
-        steps.append(Step(decision.method, str(cmd.action), len(cmd.candidates), len(cmd.replacements), moved, saved))
+        before = cluster.price()[1]
+        moved, spilled = apply(cluster, cmd)
+        saved = before - cluster.price()[1]
+        steps.append(Step(decision.method, str(cmd.action), len(cmd.candidates), len(cmd.replacements), spilled,
+                          moved, saved))  # fmt: skip
     raise RuntimeError(f"still consolidating after {limit} commands")
-
-
-def apply(
-    state: ClusterState,
-    inputs: Inputs,
-    cmd: Command,
-    method: str,
-    pods: dict[str, Obj],
-    types: Mapping[str, InstanceType],
-    launched: int,
-) -> int:
-    """Carry out `cmd` on `state` as the watches would report it: replacements up, each moving pod
-    where the command's simulation put it, the candidates gone. Returns the launches so far."""
-    sim = simulate(inputs, cmd.candidates, schedule, REPACK_SIMULATION if method == REPACK_CONSOLIDATION else ONE_NODE)
-    if sim is None or not sim.all_scheduled:
-        raise RuntimeError(f"{method}: its command no longer simulates")
-    moving = {p.key for c in cmd.candidates for p in c.pods}
-    to: dict[str, str] = {}
-    for node, keys in sim.result.existing_assignments.items():
-        to.update({k: node for k in keys if k in moving})
-    for new in cmd.replacements:
-        assert new.launch is not None
-        launched += 1
-        name = f"new-{launched:05d}"
-        state.apply(NODES.name, "ADDED", node_object(name, types[new.launch.instance_type.name]))
-        to.update({p.key: name for p in new.pods if p.key in moving})
-    if moving - set(to):
-        raise RuntimeError(f"{method}: {len(moving - set(to))} pod(s) without a destination")
-    for key in sorted(moving):
-        meta = pods[key]["metadata"]
-        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)  # as the API server would
-        pods[key]["spec"]["nodeName"] = to[key]
-        state.apply(PODS.name, "MODIFIED", pods[key])
-    for cand in cmd.candidates:
-        state.apply(NODES.name, "DELETED", {"metadata": {"name": cand.name}})
-    return launched
 
 
 def karpy_curve(steps: Sequence[Step]) -> Curve:
