@@ -32,8 +32,8 @@ savings ($/h) against cumulative pods moved:
 - *karpy*: the controller's own deprovisioning pass (`deprovisioning/decide.py`, the real
   scheduler, no validation wait) run again and again on that cluster — one Provisioner,
   consolidation enabled, the same 26 types and prices as instance types with no overhead, one zone,
-  each pod's cost as its `pod-deletion-cost` (cost 0 → −2^27, 10 → 9 × 2^27), one ReplicaSet per
-  50th pod — every command applied as on a cluster (`halving.apply`: its replacements up, its
+  each pod's cost as its `pod-deletion-cost` (cost 0 → −2^27, 10 → 9 × 2^27), pod i owned by
+  ReplicaSet i mod 50 — every command applied as on a cluster (`halving.apply`: its replacements up, its
   candidates gone, each moving pod's successor where kube-scheduler's default scoring puts it —
   the accepting node with the most room left, not the plan's first fit — and those it finds no
   room for provisioned on new nodes, whose price counts against the command's saving) until no
