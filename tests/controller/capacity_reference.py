@@ -1,32 +1,21 @@
 """The capacity gauges as `controller/capacity.py` built them until issue 21's /metrics work:
 prometheus_client families of one `Sample` per series, written by `exposition()`'s generic path
-(label dicts sorted per sample). Kept unchanged, helpers included, as the oracle the text
-rendering must match byte for byte (`test_capacity.py`).
+(label dicts sorted per sample). Kept unchanged as the oracle the text rendering must match byte
+for byte (`test_capacity.py`); the values it renders come from `controller/capacity.py`'s own
+helpers, since what it checks is the rendering, not how a value is read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 
-from controller.capacity import NA, NODE_LABELS, POD_LABELS, WELL_KNOWN
+from controller.capacity import NA, NODE_LABELS, POD_LABELS, WELL_KNOWN, _add, _limits, _node_phase, _owner, _value
 from controller.core import labels as L
-from controller.core.resources import CPU, PODS
 from controller.insight import PriceKey, node_price
 from controller.metrics import resource_column
-from controller.scheduling.pods import PodSpecError, pod_limits
 from controller.state.snapshot import NodeView, Snapshot
-
-
-def _value(resource: str, amount: int) -> float:
-    return amount / 1000.0 if resource == CPU else float(amount)
-
-
-def _node_phase(node: NodeView) -> str:
-    phase = (node.obj.get("status") or {}).get("phase")
-    return str(phase) if phase else ("Ready" if node.ready else "NotReady")
 
 
 def _node_columns(node: NodeView) -> list[str]:
@@ -35,15 +24,6 @@ def _node_columns(node: NodeView) -> list[str]:
 
 def _well_known(node: NodeView) -> list[str]:
     return [node.labels.get(k, NA) for k in WELL_KNOWN]
-
-
-def _owner(pod_obj: Mapping[str, Any], namespace: str) -> str:
-    for ref in (pod_obj.get("metadata") or {}).get("ownerReferences") or []:
-        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
-        group_version = str(ref.get("apiVersion") or "v1")
-        base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-        return f"{base}/namespaces/{namespace}/{kind.lower()}s/{name}"
-    return NA
 
 
 def reference_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> list[GaugeMetricFamily]:
@@ -100,15 +80,3 @@ def reference_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> 
             1.0,
         )  # fmt: skip
     return [allocatable, pod_requests, pod_limits_family, daemon_requests, daemon_limits, overhead, price, pods_state]
-
-
-def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
-    for resource, amount in amounts.items():
-        into[resource] = into.get(resource, 0) + amount
-
-
-def _limits(pod_obj: Mapping[str, Any]) -> dict[str, int]:
-    try:
-        return pod_limits(pod_obj.get("spec") or {})
-    except PodSpecError:  # its requests were read (or it would have no request); limits are only reported
-        return {PODS: 1}
