@@ -115,14 +115,7 @@ def node_lines(node: NodeView, price: float | None) -> tuple[str, ...]:
             for resource, amount in sorted(amounts.items())
         )
 
-    # [pod requests, pod limits, daemon requests, daemon limits]
-    totals: list[dict[str, int]] = [{}, {}, {}, {}]
-    for pod in node.pods:
-        if pod.terminal or pod.request is None:
-            continue
-        first = 2 if pod.is_daemonset else 0
-        _add(totals[first], pod.request.requests)
-        _add(totals[first + 1], _limits(pod.obj))
+    totals = pod_sums(node)
     overhead = {resource: amount - node.allocatable.get(resource, 0) for resource, amount in node.capacity.items()}
     allocatable, pod_requests, pod_limits_family, daemon_requests, daemon_limits, system, priced = NODE_FAMILIES
     cost = ""
@@ -145,6 +138,18 @@ def pod_line(pod: PodView, host_labels: Mapping[str, str]) -> str:
               host_labels.get(L.PROVISIONER_NAME, NA), host_labels.get(L.ZONE, NA), host_labels.get(L.ARCH, NA),
               host_labels.get(L.CAPACITY_TYPE, NA), host_labels.get(L.INSTANCE_TYPE, NA), pod.phase or NA]  # fmt: skip
     return f"{PODS_STATE.name}{{{labels_text((name, values[i]) for name, i in _POD_ORDER)}}} 1.0\n"
+
+
+def pod_sums(node: NodeView) -> tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, int]]:
+    """What the node's live pods request and limit, then what its DaemonSet pods do (pure)."""
+    totals: tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, int]] = ({}, {}, {}, {})
+    for pod in node.pods:
+        if pod.terminal or pod.request is None:
+            continue
+        first = 2 if pod.is_daemonset else 0
+        _add(totals[first], pod.request.requests)
+        _add(totals[first + 1], _limits(pod.obj))
+    return totals
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:

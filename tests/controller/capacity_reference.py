@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from prometheus_client.core import GaugeMetricFamily
 
-from controller.capacity import NA, NODE_LABELS, POD_LABELS, WELL_KNOWN, _add, _limits, _node_phase, _owner, _value
+from controller.capacity import NA, NODE_LABELS, POD_LABELS, WELL_KNOWN, _node_phase, _owner, _value, pod_sums
 from controller.core import labels as L
 from controller.insight import PriceKey, node_price
 from controller.metrics import resource_column
@@ -55,14 +55,7 @@ def reference_families(snapshot: Snapshot, prices: Mapping[PriceKey, float]) -> 
         for resource, amount in sorted(node.capacity.items()):
             reserved = amount - node.allocatable.get(resource, 0)
             overhead.add_metric([*columns, resource_column(resource), *known], _value(resource, reserved))
-        # [pod requests, pod limits, daemon requests, daemon limits]
-        totals: list[dict[str, int]] = [{}, {}, {}, {}]
-        for pod in node.pods:
-            if pod.terminal or pod.request is None:
-                continue
-            first = 2 if pod.is_daemonset else 0
-            _add(totals[first], pod.request.requests)
-            _add(totals[first + 1], _limits(pod.obj))
+        totals = pod_sums(node)
         families = (pod_requests, pod_limits_family, daemon_requests, daemon_limits)
         for family, summed in zip(families, totals, strict=True):
             for resource, amount in sorted(summed.items()):
