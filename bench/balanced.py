@@ -44,7 +44,9 @@ Each round says whether, after every one of karpy's commands, its cumulative sav
 above the best ranking curve's at the same pods moved (a curve linear between its moves; past its
 last move it saves no more), with the lowest margin; and the lowest margin at every breakpoint of
 either curve up to karpy's last command, karpy's curve also taken as linear between its commands
-(as if a command's saving came pod by pod). `--detail` prints every command; `--order value`
+(as if a command's saving came pod by pod), and every run of those levels where it is below the best
+executed ranking. `--detail` prints every command (the nodes it removes, the nodes provisioning launched for its
+spilled pods); `--order value`
 consolidates by value (the `consolidation_order` setting, `deprovisioning/bestvalue.py`) instead of
 Karpenter v0.31's order.
 
@@ -330,19 +332,41 @@ def margins(karpy: Curve, references: Mapping[str, Curve]) -> list[tuple[float, 
     return out
 
 
-def lowest_margin(karpy: Curve, references: Iterable[Curve]) -> tuple[float, float]:
-    """(margin, pods): karpy's savings less the best reference's where that is least, over every
-    breakpoint of any curve up to karpy's last command, karpy's curve too taken as linear
-    between its commands (as if a command's saving came pod by pod)."""
+def level_margins(karpy: Curve, references: Iterable[Curve]) -> list[tuple[float, float]]:
+    """(pods, margin) at every breakpoint of any curve up to karpy's last command: karpy's savings
+    less the best reference's, karpy's curve too taken as linear between its commands (as if a
+    command's saving came pod by pod)."""
     refs = list(references)
     top = karpy[-1][0]
     levels = sorted({x for x, _ in karpy} | {x for c in refs for x, _ in c if x <= top})
+    return [(x, at(karpy, x) - max(at(c, x) for c in refs)) for x in levels]
+
+
+def lowest_margin(karpy: Curve, references: Iterable[Curve]) -> tuple[float, float]:
+    """(margin, pods) where `level_margins` is least (the first such level)."""
     worst = (np.inf, 0.0)
-    for x in levels:
-        margin = at(karpy, x) - max(at(c, x) for c in refs)
+    for x, margin in level_margins(karpy, references):
         if margin < worst[0]:
             worst = (margin, x)
     return float(worst[0]), worst[1]
+
+
+def shortfalls(karpy: Curve, references: Iterable[Curve]) -> list[tuple[float, float, float, float]]:
+    """Every run of consecutive levels (`level_margins`) where karpy is below the best reference:
+    (its first and last level in pods, the lowest margin, the level of that margin)."""
+    runs: list[tuple[float, float, float, float]] = []
+    inside = False
+    for x, margin in level_margins(karpy, references):
+        if margin >= -1e-9:
+            inside = False
+            continue
+        if not inside:
+            runs.append((x, x, margin, x))
+        else:
+            first, _, worst, where = runs[-1]
+            runs[-1] = (first, x, *((margin, x) if margin < worst else (worst, where)))
+        inside = True
+    return runs
 
 
 # karpy on the same cluster -----------------------------------------------------------------
@@ -517,11 +541,14 @@ def report(r: Round, detail: bool) -> tuple[bool, bool]:
     print(f"  karpy: ${karpy[-1][1]:.2f}/h for {karpy[-1][0]:.0f} pods moved")
     counted_at, executed_at = margins(karpy, r.counted), margins(karpy, r.executed)
     if detail:
-        print(f"  {'cmd':>4} {'method/action':<34} {'pods':>6} {'karpy':>8} {'best counted':>20} {'best executed':>20}")
+        print(
+            f"  {'cmd':>4} {'method/action':<34} {'nodes':>5} {'spill':>5} {'pods':>6} {'karpy':>8}"
+            f" {'best counted':>20} {'best executed':>20}"
+        )
         for n, (step, c, e) in enumerate(zip(r.steps, counted_at, executed_at, strict=True), 1):
             print(
-                f"  {n:>4} {step.method + '/' + step.action:<34} {c[0]:>6.0f} {c[1]:>8.2f}"
-                f" {c[3]:>10.2f} {c[2]:>9} {e[3]:>10.2f} {e[2]:>9}"
+                f"  {n:>4} {step.method + '/' + step.action:<34} {step.nodes:>5} {step.spilled:>5} {c[0]:>6.0f}"
+                f" {c[1]:>8.2f} {c[3]:>10.2f} {c[2]:>9} {e[3]:>10.2f} {e[2]:>9}"
             )
     verdicts = []
     for label, curves, at_commands in (("as the script counts", r.counted, counted_at),
@@ -534,6 +561,12 @@ def report(r: Round, detail: bool) -> tuple[bool, bool]:
             f" (lowest margin ${low[1] - low[3]:+.2f}/h at {low[0]:.0f} pods, {low[2] or '-'});"
             f" linear between commands: lowest ${between:+.2f}/h at {pods:.0f} pods"
         )
+        if label == "executed":
+            runs = shortfalls(karpy, curves.values())
+            spans = "; ".join(
+                f"{a:.0f}{f'-{b:.0f}' if b > a else ''} pods (lowest ${m:+.2f}/h at {x:.0f})" for a, b, m, x in runs
+            )
+            print(f"  levels below the best executed ranking (linear between commands): {spans or 'none'}")
         verdicts.append(ok)
     return verdicts[0], verdicts[1]
 

@@ -24,6 +24,7 @@ from bench.balanced import (
     executed,
     karpy_curve,
     lowest_margin,
+    shortfalls,
     margins,
     moves,
     pod_object,
@@ -140,6 +141,10 @@ def test_interpolation_and_the_lowest_margin() -> None:
     below = [(0.0, 0.0), (20.0, 6.5)]  # at or above at its one command, under the reference at 10 pods
     assert margins(below, {"ref": ref}) == [(20.0, 6.5, "ref", 6.0)]
     assert lowest_margin(below, [ref]) == (-1.75, 10.0)
+    assert shortfalls(above, [ref]) == []
+    assert shortfalls(below, [ref]) == [(10.0, 10.0, -1.75, 10.0)]
+    dips = [(0.0, 0.0), (4.0, 1.0), (10.0, 5.0), (14.0, 5.0), (20.0, 5.5)]  # under at 4, at 10, under from 14
+    assert shortfalls(dips, [ref]) == [(4.0, 4.0, -1.0, 4.0), (14.0, 20.0, -0.5, 20.0)]
     assert margins([(0.0, 0.0), (5.0, 1.0)], {"a": ref, "b": [(0.0, 0.0), (5.0, 4.0)]}) == [(5.0, 1.0, "b", 4.0)]
     assert karpy_curve([]) == [(0.0, 0.0)]
 
