@@ -45,6 +45,7 @@ the pods it considered are metrics.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,6 +74,7 @@ from controller.kube.resources import NODES, PODS
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
+from controller.provisioning.expectations import Expectation, expectation, reserved, waiting
 from controller.provisioning.launcher import Launcher, LaunchError, LaunchResult
 from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
@@ -118,6 +120,8 @@ class ProvisioningPass:
     unschedulable: dict[str, str] = field(default_factory=dict)
     nominated: dict[str, str] = field(default_factory=dict)  # pod → node written as its nomination ("": cleared)
     nomination_writes: int = 0  # attempted, successful or not (bounded a pass)
+    nomination_failed: set[str] = field(default_factory=set)  # pods whose nomination write failed: planned again
+    expected: dict[str, str] = field(default_factory=dict)  # pod → node it was planned onto, left to kube-scheduler
 
 
 class ProvisioningController:
@@ -140,6 +144,7 @@ class ProvisioningController:
         self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
         self._last_try: dict[str, float] = {}
         self._held: dict[str, str] = {}  # held zonal-spread pod → the reason it was told
+        self._expected: dict[str, Expectation] = {}  # pod planned and left to kube-scheduler (`expectations.py`)
         self._batch_taken = 0.0  # when the last batch's snapshot was taken
         self._retained = float("-inf")  # when the evaluations of gone pods were last forgotten
         self._templates: dict[str, AWSNodeTemplate | None] = {}
@@ -159,7 +164,11 @@ class ProvisioningController:
         if snap.now - self._retained >= RETAIN_SECONDS:  # forget the pods that are gone (not every tick)
             self._retained = snap.now
             self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})
-        self._trigger(found, snap.now)
+        expected = self._expected
+        if expected:  # forget the pods no longer pending (bound, gone, nominated)
+            for key in expected.keys() - {p.key for p in found.pending}:
+                del expected[key]
+        self._trigger(found, snap.now, waiting(snap, expected, found.pending))
         if not self.batcher.ready():
             return None
         self.batcher.reset()
@@ -168,11 +177,14 @@ class ProvisioningController:
         found = provisionable(snap)
         for pod, why in found.ignored:
             self.decisions.evaluated(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
+        waits = waiting(snap, expected, found.pending)
+        if waits:  # karpy's room is theirs until kube-scheduler says otherwise: not planned again
+            found = dataclasses.replace(found, pending=tuple(p for p in found.pending if p.key not in waits))
         if not found.pending and not found.rescheduled:
             return None
         started = time.monotonic()
         try:
-            return self._provision(snap, found)
+            return self._provision(snap, found, waits)
         finally:
             PASS_DURATION.observe(time.monotonic() - started)
 
@@ -190,12 +202,13 @@ class ProvisioningController:
             first, why = new[0]
             log.info("%d zonal-spread pod(s) wait for their group (the first, %s: %s)", len(new), first.key, why)
 
-    def _trigger(self, found: Provisionable, now: float) -> None:
+    def _trigger(self, found: Provisionable, now: float, waits: Mapping[str, Expectation]) -> None:
         """Open or extend the batch window for pods seen for the first time (from when
         kube-scheduler marked them, but not before the last batch was taken) and for pods whose
-        retry is due (now). Runs every tick over every pending pod: set differences find the new
-        and the gone, one pass over the last tries the due, so a tick costs little at 20,000."""
-        pods = {p.key: p for p in (*found.pending, *found.rescheduled)}
+        retry is due (now) — not for pods waiting for kube-scheduler's verdict on the room karpy
+        planned for them (`waits`). Runs every tick over every pending pod: set differences find
+        the new and the gone, one pass over the last tries the due, so a tick costs little at 20,000."""
+        pods = {p.key: p for p in (*found.pending, *found.rescheduled) if p.key not in waits}
         last_try = self._last_try
         for key in last_try.keys() - pods.keys():
             del last_try[key]
@@ -213,13 +226,12 @@ class ProvisioningController:
         if due:
             self.batcher.trigger()
 
-    def _provision(self, snap: Snapshot, found: Provisionable) -> ProvisioningPass:
+    def _provision(self, snap: Snapshot, found: Provisionable, waits: Mapping[str, Expectation]) -> ProvisioningPass:
         outcome = ProvisioningPass()
         by_provisioner = instance_types_for(snap, self.cloud)
         self._templates = by_provisioner.templates
-        inp = provisioning_input(
-            snap, found, by_provisioner.types, SchedulingSettings(self.settings.max_instance_types)
-        )
+        settings = SchedulingSettings(self.settings.max_instance_types)
+        inp = provisioning_input(snap, found, by_provisioner.types, settings, reserved(snap, waits))
         PODS_CONSIDERED.set(len(inp.pods))
         started = time.monotonic()
         result = schedule(inp)
@@ -245,6 +257,10 @@ class ProvisioningController:
         self._launch_all(snap, result, pending, outcome)
         planned = self._bind_existing(snap, result, pending, outcome)
         self._nominate(planned, outcome, clear_stale=True)
+        outcome.expected.update(planned)
+        for key, node in outcome.expected.items():
+            if key not in outcome.nomination_failed:  # a failed write is tried again next pass
+                self._expected[key] = expectation(pending[key], node, snap.now)
         return outcome
 
     def _launch_all(
@@ -344,6 +360,7 @@ class ProvisioningController:
                 free += [(key, launched.node_name) for key in mine]
         self._pin(pins)  # every planned node exists now: its domain is decided
         self._nominate(free, outcome)
+        outcome.expected.update(free)
         if held:
             # Bind against the cluster as it is now, not as the plan saw it; then tell
             # kube-scheduler where the pods karpy did not bind are expected (not before: tried on
@@ -353,7 +370,9 @@ class ProvisioningController:
             bound = self._bind(ctx, dict(held))
             outcome.bound += bound
             done = set(bound)
-            self._nominate([(k, node) for node, keys in held for k in keys if k not in done], outcome)
+            left = [(k, node) for node, keys in held for k in keys if k not in done]
+            self._nominate(left, outcome)
+            outcome.expected.update(left)
             for node_name, _ in held:
                 self._release(node_name)
 
@@ -405,6 +424,8 @@ class ProvisioningController:
             if ok:
                 outcome.nominated[n.pod.key] = n.node
                 written += 1
+            else:
+                outcome.nomination_failed.add(n.pod.key)
         if todo:
             log.info("nominations for kube-scheduler: %d of %d written", written, len(todo))
 
