@@ -20,6 +20,8 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    which sees the new nodes; with `bind_pods` off it binds them all. Each such pod is told where
    karpy expects it, `status.nominatedNodeName` (`nominations.py`: for a held node when it is
    released), so kube-scheduler keeps that room for it instead of giving it to the next pod.
+   Nominated or not, such a pod is not provisioned for again until kube-scheduler has tried it
+   and said it does not fit (`expectations.py`): it counts on that node meanwhile.
    A pass's nodes are launched in parallel (`launch_workers`), as Karpenter launches a batch's
    machines, so the cloud provider can merge identical launches into one call (CreateFleet,
    `cloudprovider/batcher.py`): every instance of the pass is created first, identical requests
