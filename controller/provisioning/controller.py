@@ -76,7 +76,7 @@ from controller.kube.resources import NODES, PODS
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
-from controller.provisioning.expectations import Expectation, expectation, reserved, waiting
+from controller.provisioning.expectations import Expectation, expectation, forget, reserved, waiting
 from controller.provisioning.launcher import Launcher, LaunchError, LaunchResult
 from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
@@ -167,10 +167,8 @@ class ProvisioningController:
             self._retained = snap.now
             self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})
         expected = self._expected
-        if expected:  # forget the pods no longer pending (bound, gone, nominated)
-            for key in expected.keys() - {p.key for p in found.pending}:
-                del expected[key]
-        self._trigger(found, snap.now, waiting(snap, expected, found.pending))
+        forget(snap, expected)
+        self._trigger(found, snap.now, waiting(snap, expected))
         if not self.batcher.ready():
             return None
         self.batcher.reset()
@@ -179,7 +177,7 @@ class ProvisioningController:
         found = provisionable(snap)
         for pod, why in found.ignored:
             self.decisions.evaluated(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
-        waits = waiting(snap, expected, found.pending)
+        waits = waiting(snap, expected)
         if waits:  # karpy's room is theirs until kube-scheduler says otherwise: not planned again
             found = dataclasses.replace(found, pending=tuple(p for p in found.pending if p.key not in waits))
         if not found.pending and not found.rescheduled:

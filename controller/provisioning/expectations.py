@@ -34,7 +34,7 @@ leave), so it relaunches for such pods the same way; karpy decision.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from controller.scheduling.types import PodRequest
@@ -57,21 +57,26 @@ def expectation(pod: PodView, node: str, now: float) -> Expectation:
     return Expectation(node, now, pod.verdict)
 
 
-def waiting(snap: Snapshot, expected: Mapping[str, Expectation], pending: Iterable[PodView]) -> dict[str, Expectation]:
-    """Pod key → its expectation, for the pods of `pending` that wait for kube-scheduler's verdict
-    on the node karpy planned them onto (the rule above)."""
+def waiting(snap: Snapshot, expected: Mapping[str, Expectation]) -> dict[str, Expectation]:
+    """Pod key → its expectation, for the pending (provisionable) pods that wait for
+    kube-scheduler's verdict on the node karpy planned them onto (the rule above). Looks up only
+    the pods of `expected`, not every pending pod (it runs every tick)."""
     out: dict[str, Expectation] = {}
-    if not expected:
-        return out
-    for pod in pending:
-        e = expected.get(pod.key)
-        if e is None or pod.verdict != e.verdict or snap.now - e.at >= EXPECT_SECONDS:
+    for key, e in expected.items():
+        pod = snap.pods.get(key)
+        if pod is None or not pod.provisionable or pod.verdict != e.verdict or snap.now - e.at >= EXPECT_SECONDS:
             continue
         node = snap.nodes.get(e.node)
         if node is None or node.deleting or node.marked_for_deletion:
             continue
-        out[pod.key] = e
+        out[key] = e
     return out
+
+
+def forget(snap: Snapshot, expected: dict[str, Expectation]) -> None:
+    """Drop the expectations of pods no longer provisionable (bound, gone, nominated)."""
+    for key in [k for k in expected if (pod := snap.pods.get(k)) is None or not pod.provisionable]:
+        del expected[key]
 
 
 def reserved(snap: Snapshot, waits: Mapping[str, Expectation]) -> dict[str, list[PodRequest]]:

@@ -8,7 +8,7 @@ import pytest
 
 from controller.clock import FakeClock
 from controller.kube.resources import NODES, PODS, PROVISIONERS, WATCHED
-from controller.provisioning.expectations import EXPECT_SECONDS, Expectation, expectation, reserved, waiting
+from controller.provisioning.expectations import EXPECT_SECONDS, Expectation, expectation, forget, reserved, waiting
 from controller.state.cluster import ClusterState
 from controller.state.snapshot import Snapshot
 from tests.builders.wire import make_node, make_pod, make_provisioner
@@ -38,7 +38,7 @@ def snapshot(pods: list[dict[str, Any]], nodes: list[dict[str, Any]] | None = No
 
 
 def waits(snap: Snapshot, expected: dict[str, Expectation]) -> list[str]:
-    return sorted(waiting(snap, expected, snap.pending_pods()))
+    return sorted(waiting(snap, expected))
 
 
 def test_the_verdict_is_the_schedulers_message() -> None:
@@ -82,5 +82,12 @@ def test_the_waiting_pods_count_on_the_node_they_are_expected_on() -> None:
         "default/a": expectation(snap.pods["default/a"], "n1", NOW),
         "default/b": expectation(snap.pods["default/b"], "n2", NOW),
     }
-    got = reserved(snap, waiting(snap, expected, snap.pending_pods()))
+    got = reserved(snap, waiting(snap, expected))
     assert {node: [p.key for p in pods] for node, pods in got.items()} == {"n1": ["default/a"], "n2": ["default/b"]}
+
+
+def test_the_expectations_of_pods_no_longer_pending_are_forgotten() -> None:
+    snap = snapshot([marked("a"), make_pod("bound", node="n1")])
+    expected = {key: Expectation("n1", NOW, "") for key in ("default/a", "default/bound", "default/gone")}
+    forget(snap, expected)
+    assert list(expected) == ["default/a"]
