@@ -257,7 +257,7 @@ class Inputs:
                 f"scale-up under way: {len(arriving)} node(s) karpy launched not yet initialized or held for "
                 f"binding (the first {node.name}: {state})"
             )
-        nominated = [p for p in self.state.pods.values() if p.nominated_node_name and _pending(p)]
+        nominated = [p for p in self.state.unbound_pods() if p.nominated_node_name and _pending(p)]
         if nominated:
             pod = min(nominated, key=lambda p: (p.created, p.key))
             return (

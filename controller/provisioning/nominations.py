@@ -144,7 +144,7 @@ def nominations(
     out: list[Nomination] = []
     there: dict[str, list[PodRequest]] = {}  # node → pods nominated to it (the snapshot's, then ours)
     outstanding = 0
-    for view in snap.pods.values():
+    for view in snap.unbound_pods():
         if view.nominated_node_name and _nominable(view) and view.request is not None:
             there.setdefault(view.nominated_node_name, []).append(view.request)
             outstanding += 1
@@ -164,7 +164,7 @@ def nominations(
         out.append(Nomination(pod, node))
         there.setdefault(node, []).append(pod.request)
         outstanding += 0 if pod.nominated_node_name else 1
-    for view in snap.pods.values() if clear_stale else ():
+    for view in snap.unbound_pods() if clear_stale else ():
         if len(out) >= limit:
             break
         if view.nominated_node_name and _nominable(view) and not _node_ok(snap, view.nominated_node_name):

@@ -64,7 +64,7 @@ def provisionable(snap: Snapshot, ordered: bool = True) -> Provisionable:
             ignored.append((pod, pod.request.ignore_reason))
         else:
             pending.append(pod)
-    holds = spread_holds(pending, snap.pods.values(), snap.now)
+    holds = spread_holds(pending, snap.unbound_pods(), snap.now)
     held = tuple((p, holds[p.key]) for p in pending if p.key in holds)
     if held:
         pending = [p for p in pending if p.key not in holds]
@@ -132,7 +132,7 @@ def provisioning_input(
 def nominated_requests(snap: Snapshot) -> dict[str, list[PodRequest]]:
     """Node name → the pending pods nominated to it (not bound, not deleting, not terminal)."""
     out: dict[str, list[PodRequest]] = {}
-    for pod in snap.pods.values():
+    for pod in snap.unbound_pods():
         live = not pod.node_name and not pod.deleting and not pod.terminal
         if pod.nominated_node_name and live and pod.request is not None:
             out.setdefault(pod.nominated_node_name, []).append(pod.request)

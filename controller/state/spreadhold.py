@@ -73,7 +73,8 @@ def _waiting_member(pod: PodView) -> bool:
 
 def spread_holds(pending: Sequence[PodView], pods: Iterable[PodView], now: float) -> dict[str, str]:
     """Pod key → why it waits, for the pods of `pending` (provisionable) the rules hold;
-    `pods`: every pod of the snapshot."""
+    `pods`: the snapshot's pods (every group member it looks for is unbound, so its unbound
+    pods, `Snapshot.unbound_pods`, suffice)."""
     gated = [p for p in pending if p.topology_gated]
     if not gated and not any(p.spread_pinned for p in pending):
         return {}  # no gate and no pinned pod in sight (a cluster without karpy's webhook): no scan

@@ -180,6 +180,9 @@ def test_snapshots_between_events_place_every_pod_where_its_object_says(events: 
             assert placed == node or (not node and placed == bindings.get(f"default/{name}"))
         for name, view in snap.nodes.items():
             assert [p.key for p in view.pods] == sorted(k for k, p in snap.pods.items() if p.node_name == name)
+        assert snap.unbound is not None  # indexed as the pods change, not found by a walk
+        assert sorted(p.key for p in snap.unbound) == sorted(k for k, p in snap.pods.items() if not p.node_name)
+        assert all(snap.pods[p.key] is p for p in snap.unbound)
 
     for version, (event, name, node) in enumerate(events, start=2):
         if event == "SNAPSHOT":
@@ -249,3 +252,112 @@ def test_volume_objects_follow_their_watches() -> None:
     assert state.snapshot().volumes is vols  # rebuilt only when one of those kinds changes
     state.apply(CLAIMS.name, "DELETED", claim("data"))
     assert state.snapshot().volumes.claims == {}
+
+
+def _node_version(name: str, version: int, label: str = "") -> dict[str, Any]:
+    node = make_node(name, labels={"example.com/v": label} if label else None)
+    node["metadata"]["resourceVersion"] = str(version)
+    return node
+
+
+def test_a_snapshot_reuses_the_views_of_what_did_not_change() -> None:
+    """Snapshots are taken several times a second at 20,000 pods: what did not change since the
+    last one is handed out again (the pod map, each node's view with its scheduler state)."""
+    state = synced_state()
+    state.replace(NODES.name, [_node_version("n1", 1), _node_version("n2", 1)])
+    state.replace(PODS.name, [_pod_version("a", "n1", 1), _pod_version("b", "n2", 1)])
+    first = state.snapshot()
+    second = state.snapshot()
+    assert second.pods is first.pods
+    assert all(second.nodes[n] is first.nodes[n] for n in ("n1", "n2"))
+    assert second.nodes["n1"].state_node() is first.nodes["n1"].state_node()
+    state.apply(PODS.name, "MODIFIED", _pod_version("a", "n2", 2))
+    third = state.snapshot()
+    assert third.pods is not first.pods and third.pods["default/a"].node_name == "n2"
+    assert [p.name for p in third.nodes["n1"].pods] == [] and [p.name for p in third.nodes["n2"].pods] == ["a", "b"]
+    assert [p.name for p in first.nodes["n1"].state_node().pods] == ["a"]  # the earlier one is unchanged
+
+
+def test_a_snapshot_never_changes_afterwards() -> None:
+    clock = FakeClock()
+    state = synced_state(clock)
+    state.replace(NODES.name, [_node_version("n1", 1)])
+    state.replace(PODS.name, [_pod_version("a", "", 1)])
+    before = state.snapshot()
+    state.record_binding("default/a", "n1")
+    state.mark_for_deletion(["n1"])
+    state.nominate(["n1"], clock.now() + 20)
+    after = state.snapshot()
+    assert after.pods["default/a"].node_name == "n1" and [p.name for p in after.nodes["n1"].pods] == ["a"]
+    assert after.nodes["n1"].marked_for_deletion and after.nodes["n1"].nominated
+    assert before.pods["default/a"].node_name == "" and before.nodes["n1"].pods == ()
+    assert not before.nodes["n1"].marked_for_deletion and not before.nodes["n1"].nominated
+    assert state.snapshot().pods["default/a"].node_name == "n1"  # the binding is shown again, not kept in the map
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["POD", "NODE", "MARK", "UNMARK", "NOMINATE", "INFLIGHT", "STEP", "SNAPSHOT"]),
+            st.sampled_from(["n1", "n2", "n3"]),
+            st.sampled_from(["", "n1", "n2", "n3"]),
+        ),
+        max_size=40,
+    )
+)
+def test_snapshots_show_every_change_of_nodes_marks_and_nominations(events: list[tuple[str, str, str]]) -> None:
+    """Whatever changes between snapshots — a node's object, its pods, marks, nominations that
+    lapse, in-flight nodes — each snapshot's node views say what a state fed afresh says."""
+    clock = FakeClock()
+    state = synced_state(clock)
+    nodes = {"n1": _node_version("n1", 1), "n2": _node_version("n2", 1)}
+    pods: dict[str, dict[str, Any]] = {}
+    state.replace(NODES.name, list(nodes.values()))
+    marked: set[str] = set()
+    nominated: dict[str, float] = {}
+    in_flight: dict[str, float] = {}
+
+    def check() -> None:
+        snap = state.snapshot()
+        fresh_state = synced_state(FakeClock(clock.now()))
+        fresh_state.replace(NODES.name, copy.deepcopy(list(nodes.values())))
+        fresh_state.replace(PODS.name, copy.deepcopy(list(pods.values())))
+        fresh = fresh_state.snapshot()
+        live = {n for n, when in in_flight.items() if n not in nodes and clock.now() - when <= 120}
+        marked.intersection_update({*nodes, *live})  # a mark of a node that is gone is forgotten
+        assert set(snap.nodes) == set(fresh.nodes) | live
+        for name, view in snap.nodes.items():
+            assert view.in_flight == (name in live)
+            assert view.marked_for_deletion == (name in marked)
+            assert view.nominated == (nominated.get(name, 0.0) > clock.now())
+            on = sorted(f"default/{o['metadata']['name']}" for o in pods.values() if o["spec"].get("nodeName") == name)
+            assert [p.key for p in view.pods] == on
+            assert view.state_node().pods == tuple(p.request for p in view.pods if p.request is not None)
+            if name in fresh.nodes:
+                assert view.labels == fresh.nodes[name].labels
+
+    for version, (event, name, target) in enumerate(events, start=2):
+        if event == "SNAPSHOT":
+            check()
+        elif event == "POD":  # pod "p-<name>" moves to `target` ("" unbinds it)
+            pods[name] = _pod_version(f"p-{name}", target, version)
+            state.apply(PODS.name, "MODIFIED", pods[name])
+        elif event == "NODE":  # a node's object changes (or appears)
+            nodes[name] = _node_version(name, version, label=str(version))
+            state.apply(NODES.name, "MODIFIED", nodes[name])
+        elif event == "MARK":
+            marked.add(name)
+            state.mark_for_deletion([name])
+        elif event == "UNMARK":
+            marked.discard(name)
+            state.unmark_for_deletion([name])
+        elif event == "NOMINATE":
+            nominated[name] = max(nominated.get(name, 0.0), clock.now() + 20)
+            state.nominate([name], clock.now() + 20)
+        elif event == "INFLIGHT" and name not in nodes:
+            in_flight[name] = clock.now()
+            state.record_node(_node_version(name, version))
+        elif event == "STEP":
+            clock.step(15)
+    check()
