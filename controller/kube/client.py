@@ -214,8 +214,10 @@ class KubeClient:
             buffer = b""
             for chunk in resp.stream(65536, decode_content=True):
                 buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                if b"\n" not in chunk:
+                    continue
+                *lines, buffer = buffer.split(b"\n")  # one split a chunk, not one copy of the rest per event
+                for line in lines:
                     if line.strip():
                         yield _watch_event(json.loads(line))
         except urllib3.exceptions.HTTPError as err:

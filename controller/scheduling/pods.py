@@ -39,7 +39,6 @@ def pod_request(obj: Mapping[str, Any]) -> PodRequest:
     """Read one Pod document (raises PodSpecError when a field is malformed)."""
     meta = _mapping(obj.get("metadata"), "metadata")
     spec = _mapping(obj.get("spec"), "spec")
-    status = obj.get("status") or {}
     namespace = str(meta.get("namespace") or "default")
     affinity = _mapping(spec.get("affinity"), "spec.affinity")
     node_affinity = _mapping(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
@@ -54,7 +53,6 @@ def pod_request(obj: Mapping[str, Any]) -> PodRequest:
             owner_kind = str(ref.get("kind") or "")
     node_selector = {str(k): str(v) for k, v in _mapping(spec.get("nodeSelector"), "spec.nodeSelector").items()}
     _check_provisioner_name(node_selector, required_terms, preferred_terms, ignore)
-    phase = status.get("phase") if isinstance(status, Mapping) else None
     return PodRequest(
         namespace=namespace,
         name=str(meta.get("name") or ""),
@@ -74,10 +72,36 @@ def pod_request(obj: Mapping[str, Any]) -> PodRequest:
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
         node_name=str(spec.get("nodeName") or ""),
         owner_kind=owner_kind,
-        terminal=phase in ("Succeeded", "Failed"),
+        terminal=_terminal(obj),
         ignore_reason=_ignore_reason(ignore),
         claims=_claims(spec, str(meta.get("name") or "")),
     )
+
+
+REQUEST_METADATA = ("namespace", "name", "uid", "labels", "ownerReferences", "creationTimestamp")
+"""The metadata fields `pod_request` reads (besides them: the whole `spec`, and whether the phase is terminal)."""
+
+
+def same_request(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether `pod_request` reads the same from both Pod documents, told without reading them: the
+    very same `spec` object (cluster state keeps an unchanged spec as the one it held,
+    `state/trim.py`), equal `REQUEST_METADATA` fields, and a phase as terminal. Keep it in step
+    with `pod_request`."""
+    spec = before.get("spec")
+    if spec is None or spec is not after.get("spec"):
+        return False
+    meta_before, meta_after = before.get("metadata"), after.get("metadata")
+    if not isinstance(meta_before, Mapping) or not isinstance(meta_after, Mapping):
+        return False
+    if any(meta_before.get(k) != meta_after.get(k) for k in REQUEST_METADATA):
+        return False
+    return _terminal(before) == _terminal(after)
+
+
+def _terminal(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status") or {}
+    phase = status.get("phase") if isinstance(status, Mapping) else None
+    return phase in ("Succeeded", "Failed")
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:

@@ -52,6 +52,7 @@ from controller.state.views import (
     node_view,
     pdb_view,
     pod_view,
+    pod_view_since,
     provisioner_view,
     volume_view,
 )
@@ -81,7 +82,7 @@ def object_key(obj: Obj) -> str:
 
 def _held_or_kept(kind: str, obj: Obj, held: Mapping[str, Obj]) -> Obj:
     """The object already held under `obj`'s key when it is `obj` or has its resourceVersion;
-    otherwise `obj` as state keeps it."""
+    otherwise `obj` as state keeps it (sharing the sections the held one has unchanged)."""
     old = held.get(object_key(obj))
     if old is obj:
         return old
@@ -89,7 +90,7 @@ def _held_or_kept(kind: str, obj: Obj, held: Mapping[str, Obj]) -> Obj:
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if rv and rv == (old.get("metadata") or {}).get("resourceVersion"):
             return old
-    return kept(kind, obj)
+    return kept(kind, obj, old)
 
 
 class ClusterState:
@@ -281,7 +282,7 @@ class ClusterState:
                 rv = str((obj.get("metadata") or {}).get("resourceVersion") or id(obj))
                 if old is not None and self._pod_versions.get(key) == rv:
                     continue
-                view = pod_view(obj)
+                view = pod_view_since(obj, old)
                 self._pod_views[key], self._pod_versions[key] = view, rv
             elif old is not None:
                 del self._pod_views[key], self._pod_versions[key]

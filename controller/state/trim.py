@@ -51,12 +51,25 @@ class Kept(dict[str, Any]):
     """An object as cluster state keeps it (trimmed and compacted)."""
 
 
-def kept(kind: str, obj: Obj) -> Obj:
+def kept(kind: str, obj: Obj, previous: Obj | None = None) -> Obj:
     """`obj` (a `kind` of `controller.kube.resources`) as cluster state keeps it; never changes
-    `obj`; a `Kept` is returned as it is."""
+    `obj`; a `Kept` is returned as it is. `previous`: the object kept before under the same key —
+    each top-level section equal to its own (a pod's `spec` through every status update:
+    kube-scheduler's mark, a nomination, kwok's Running) is that section, not compacted again, so
+    readers can tell an unchanged section by identity (`state/views.py` `pod_view_since`)."""
     if isinstance(obj, Kept):
         return obj
-    return Kept(_compacted(_trimmed(kind, obj), 0))
+    trimmed = _trimmed(kind, obj)
+    if not isinstance(previous, Kept):
+        return Kept(_compacted(trimmed, 0))
+    out = Kept()
+    for key, value in trimmed.items():
+        held = previous.get(key, _ABSENT)
+        out[sys.intern(key) if type(key) is str else key] = held if held == value else _compacted(value, 1)
+    return out
+
+
+_ABSENT = object()
 
 
 def _trimmed(kind: str, obj: Obj) -> Obj:

@@ -24,7 +24,7 @@ from controller.core.quantity import QuantityError
 from controller.core.resources import parse_resources
 from controller.core.taints import taint_from_wire
 from controller.core.timestamps import parse_timestamp
-from controller.scheduling.pods import PodSpecError, label_selector, pod_request
+from controller.scheduling.pods import PodSpecError, label_selector, pod_request, same_request
 from controller.scheduling.provisioners import provisioner_spec
 from controller.scheduling.types import Claim, PodRequest, StorageClass, Volume
 from controller.scheduling.volumeobjects import (
@@ -164,6 +164,27 @@ def _each_resource(value: Any) -> dict[str, int]:
 
 @_isolated(_inert_pod)
 def pod_view(obj: Obj) -> PodView:
+    return _pod_view(obj, None)
+
+
+def pod_view_since(obj: Obj, previous: PodView | None) -> PodView:
+    """`pod_view(obj)`, given `previous`, the view of the object held before under the pod's key:
+    when `pod_request` would read the same from both (`same_request`: a status update — the mark,
+    a nomination, Running — keeps the spec object, `state/trim.py`), the view takes the previous
+    one's `PodRequest` and labels instead of reading the spec again (issue 21: per watch event)."""
+    if previous is None or previous.request is None or not same_request(previous.obj, obj):
+        return pod_view(obj)
+    same = previous
+
+    @_isolated(_inert_pod)
+    def pod_view_of_status(obj: Obj) -> PodView:
+        return _pod_view(obj, same)
+
+    return pod_view_of_status(obj)
+
+
+def _pod_view(obj: Obj, same: PodView | None) -> PodView:
+    """A pod's view; `same`: a view whose request and labels are this pod's (`pod_view_since`)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     owner_kind = ""
     for ref in meta.get("ownerReferences") or []:
@@ -180,19 +201,19 @@ def pod_view(obj: Obj) -> PodView:
         or (t.get("key") == UNSCHEDULABLE_TAINT_KEY and t.get("effect") in ("", None, "NoSchedule"))
         for t in spec.get("tolerations") or []
     )
-    request: PodRequest | None
-    try:
-        request = pod_request(obj)
-    except (PodSpecError, QuantityError, TypeError, ValueError) as err:
-        log.debug("cannot read pod %s/%s: %s", meta.get("namespace"), meta.get("name"), err)
-        request = None
+    request: PodRequest | None = same.request if same is not None else None
+    if same is None:
+        try:
+            request = pod_request(obj)
+        except (PodSpecError, QuantityError, TypeError, ValueError) as err:
+            log.debug("cannot read pod %s/%s: %s", meta.get("namespace"), meta.get("name"), err)
     return PodView(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or ""),
-        labels=_strs(meta.get("labels")),
+        labels=same.labels if same is not None else _strs(meta.get("labels")),
         annotations=_strs(meta.get("annotations")),
         owner_kind=owner_kind,
         priority_class_name=str(spec.get("priorityClassName") or ""),

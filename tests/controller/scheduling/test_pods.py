@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Any
 
 import pytest
 
-from controller.scheduling.pods import PodSpecError, pod_limits, pod_request, pod_requests
+from controller.scheduling.pods import PodSpecError, pod_limits, pod_request, pod_requests, same_request
 from controller.scheduling.types import ClaimRef
 
 
@@ -178,3 +180,53 @@ def test_limits_summed_over_containers_at_least_an_init_containers() -> None:
 def test_a_malformed_limit_names_its_field() -> None:
     with pytest.raises(PodSpecError, match=r"spec.containers\[0\].resources.limits.cpu"):
         pod_limits({"containers": [{"name": "a", "resources": {"limits": {"cpu": "lots"}}}]})
+
+
+def _fields(request: object) -> dict[str, object]:
+    assert dataclasses.is_dataclass(request)
+    return {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
+
+
+def _full_pod() -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "p", "namespace": "ns", "uid": "u1", "labels": {"app": "a"},
+            "creationTimestamp": "2024-01-01T00:00:00Z",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True}],
+            "annotations": {"note": "x"}, "resourceVersion": "1",
+        },
+        "spec": {"containers": [container(requests={"cpu": "250m"})], "nodeSelector": {"zone": "a"}},
+        "status": {"phase": "Pending"},
+    }  # fmt: skip
+
+
+def test_same_request_when_only_what_pod_request_does_not_read_changed() -> None:
+    before = _full_pod()
+    after = copy.deepcopy(before)
+    after["spec"] = before["spec"]  # cluster state keeps an unchanged spec as the one it held
+    after["metadata"].update(resourceVersion="2", annotations={"note": "y"})
+    after["status"] = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    assert same_request(before, after)
+    assert _fields(pod_request(before)) == _fields(pod_request(after))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda p: p.update(spec=copy.deepcopy(p["spec"])), id="an equal spec that is another object"),
+        pytest.param(lambda p: p["metadata"].update(name="q"), id="name"),
+        pytest.param(lambda p: p["metadata"].update(namespace="other"), id="namespace"),
+        pytest.param(lambda p: p["metadata"].update(uid="u2"), id="uid"),
+        pytest.param(lambda p: p["metadata"].update(labels={"app": "b"}), id="labels"),
+        pytest.param(lambda p: p["metadata"].update(ownerReferences=[{"kind": "Job", "name": "j"}]), id="owner"),
+        pytest.param(lambda p: p["metadata"].update(creationTimestamp="2024-01-02T00:00:00Z"), id="creation"),
+        pytest.param(lambda p: p["status"].update(phase="Succeeded"), id="terminal"),
+        pytest.param(lambda p: p.update(metadata=None), id="no metadata"),
+    ],
+)
+def test_not_the_same_request_when_anything_pod_request_reads_may_differ(change: Any) -> None:
+    before = _full_pod()
+    after = copy.deepcopy(before)
+    after["spec"] = before["spec"]
+    change(after)
+    assert not same_request(before, after)

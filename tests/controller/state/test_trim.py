@@ -99,3 +99,18 @@ def test_a_node_loses_its_image_list_only() -> None:
 def test_other_kinds_are_kept_as_sent() -> None:
     provisioner = make_provisioner("default", labels={"team": "a"})
     assert kept(PROVISIONERS.name, provisioner) == provisioner
+
+
+def test_a_section_unchanged_since_the_object_kept_before_is_that_section() -> None:
+    before = kept(PODS.name, heavy_pod())
+    update = heavy_pod()
+    update["metadata"]["resourceVersion"] = "2"
+    update["status"]["phase"] = "Running"
+    after = kept(PODS.name, update, before)
+    assert isinstance(after, Kept) and after == kept(PODS.name, update)  # what is kept does not depend on it
+    assert after["spec"] is before["spec"]  # unchanged: shared, not compacted again
+    assert after["metadata"] is not before["metadata"] and after["status"]["phase"] == "Running"
+    update["spec"]["nodeName"] = "n1"
+    bound = kept(PODS.name, update, after)
+    assert bound["spec"] is not before["spec"] and bound["spec"]["nodeName"] == "n1"
+    assert before["spec"].get("nodeName") is None  # the one kept before is not changed

@@ -8,6 +8,7 @@ view that says so instead of raising.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ from controller.core import labels as L
 from controller.core.taints import Taint
 from controller.kube.resources import NODES, PDBS, PODS, PROVISIONERS
 from controller.state.cluster import ClusterState
-from controller.state.views import node_view, pdb_view, pod_view, provisioner_view
+from controller.state.trim import kept
+from controller.state.views import node_view, pdb_view, pod_view, pod_view_since, provisioner_view
 from tests.builders.wire import make_node, make_pdb, make_pod, make_provisioner
 from tests.fakes.world import state_of
 
@@ -228,3 +230,43 @@ def test_a_pod_view_derives_what_every_pass_reads_when_made_and_again_when_repla
     fresh = dataclasses.replace(view, unschedulable=False, scheduler_tried=False)  # not tried yet
     assert (fresh.provisionable, fresh.queued) == (False, True)
     assert not hasattr(view, "__dict__")  # slotted: no per-view dict (issue 21)
+
+
+def _fields(view: object) -> dict[str, object]:
+    assert dataclasses.is_dataclass(view)
+    return {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name not in ("request", "obj")}
+
+
+def _status_update(pod: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """The pod as a status-only watch event sends it: the same spec, another resourceVersion and status."""
+    return {**pod, "metadata": {**pod["metadata"], "resourceVersion": version}, "status": {"phase": "Running"}}
+
+
+def test_a_status_update_keeps_the_pods_request_and_a_spec_change_reads_it_again() -> None:
+    pod = kept(PODS.name, make_pod("web-1", cpu="250m"))
+    before = pod_view(pod)
+    running = kept(PODS.name, _status_update(pod, "2"), pod)
+    after = pod_view_since(running, before)
+    assert after.request is before.request and after.labels is before.labels
+    assert _fields(after) == _fields(pod_view(running))  # the view a fresh read gives, request aside
+    assert after.phase == "Running" and not after.provisionable
+    bound = kept(PODS.name, {**running, "spec": {**running["spec"], "nodeName": "n1"}}, running)
+    again = pod_view_since(bound, after)
+    assert again.request is not None and again.request is not before.request
+    assert again.request.node_name == "n1" and again.node_name == "n1"
+
+
+def test_a_pod_whose_spec_cannot_be_read_is_read_again_on_every_update() -> None:
+    bad = kept(PODS.name, make_pod("web-1", cpu="lots"))
+    before = pod_view(bad)
+    assert before.request is None
+    assert pod_view_since(kept(PODS.name, _status_update(bad, "2"), bad), before).request is None
+
+
+def test_cluster_state_keeps_a_pods_request_through_its_status_updates() -> None:
+    state = state_of({PODS.name: [make_pod("web-1")]})
+    first = state.snapshot().pods["default/web-1"]
+    held = first.obj
+    state.apply(PODS.name, "MODIFIED", _status_update(dict(held), "7"))
+    second = state.snapshot().pods["default/web-1"]
+    assert second.obj["spec"] is held["spec"] and second.request is first.request
