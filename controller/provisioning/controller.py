@@ -494,9 +494,13 @@ class ProvisioningController:
                     bound[node].append(pod.request)
                 progressed.add(node)
             remaining = {node: list(refused[node]) for node in progressed if refused[node]}
-        for node, why_not in refused.items():
+        for node, why_not in refused.items():  # one line per node and reason (thousands of pods at 20,000)
+            by_reason: dict[str, list[str]] = {}
             for key, why in why_not.items():
-                log.info("not binding pod %s to %s: %s", key, node, why)
+                by_reason.setdefault(why, []).append(key)
+                log.debug("not binding pod %s to %s: %s", key, node, why)
+            for why, keys in by_reason.items():
+                log.info("not binding %d pod(s) to %s (the first, %s): %s", len(keys), node, keys[0], why)
         return done
 
     def _bind_round(self, accepted: list[tuple[PodView, str]]) -> list[str]:
