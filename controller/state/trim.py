@@ -43,6 +43,9 @@ VOLUME_FIELDS: Mapping[str, tuple[str, ...]] = {
     CSINODES.name: ("spec",),
 }
 CLAIM_VOLUME_FIELDS = ("persistentVolumeClaim", "ephemeral")  # a pod volume `scheduling/pods.py` reads
+# Built-in kinds whose fields have one type each, so an equal part is the same part (1 == True in
+# Python; a custom resource's free-form field could change from one to the other)
+SHARED_KINDS = frozenset({PODS.name, NODES.name})
 INTERNED_LENGTH = 64
 COMPACTED_DEPTH = 64  # deeper parts are kept as sent (no recursion limit to reach)
 
@@ -53,19 +56,32 @@ class Kept(dict[str, Any]):
 
 def kept(kind: str, obj: Obj, previous: Obj | None = None) -> Obj:
     """`obj` (a `kind` of `controller.kube.resources`) as cluster state keeps it; never changes
-    `obj`; a `Kept` is returned as it is. `previous`: the object kept before under the same key —
-    each top-level section equal to its own (a pod's `spec` through every status update:
-    kube-scheduler's mark, a nomination, kwok's Running) is that section, not compacted again, so
-    readers can tell an unchanged section by identity (`state/views.py` `pod_view_since`)."""
+    `obj`; a `Kept` is returned as it is. `previous`: the pod or node kept before under the same
+    key — each part of `obj` equal to the same part of it (a pod's `spec` through every status
+    update: kube-scheduler's mark, a nomination, kwok's Running; its labels and owner references)
+    is that part, not compacted again, so readers can tell an unchanged part by identity
+    (`state/views.py` `pod_view_since`). Only for `SHARED_KINDS`, whose every field has one type."""
     if isinstance(obj, Kept):
         return obj
     trimmed = _trimmed(kind, obj)
-    if not isinstance(previous, Kept):
-        return Kept(_compacted(trimmed, 0))
-    out = Kept()
-    for key, value in trimmed.items():
-        held = previous.get(key, _ABSENT)
-        out[sys.intern(key) if type(key) is str else key] = held if held == value else _compacted(value, 1)
+    if kind in SHARED_KINDS and isinstance(previous, Kept):
+        return Kept(_compacted_like(trimmed, previous, 0))
+    return Kept(_compacted(trimmed, 0))
+
+
+def _compacted_like(value: Mapping[str, Any], held: Mapping[str, Any], depth: int) -> dict[str, Any]:
+    """`_compacted(value, depth)`, with each entry equal to `held`'s under the same key being
+    `held`'s (a mapping that differs is compared the same way, one level down)."""
+    out = {}
+    for key, part in value.items():
+        before = held.get(key, _ABSENT)
+        if before == part:
+            kept_part = before
+        elif isinstance(part, Mapping) and isinstance(before, dict) and depth + 1 < COMPACTED_DEPTH:
+            kept_part = _compacted_like(part, before, depth + 1)
+        else:
+            kept_part = _compacted(part, depth + 1)
+        out[sys.intern(key) if type(key) is str else key] = kept_part
     return out
 
 

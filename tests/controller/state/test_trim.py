@@ -110,7 +110,16 @@ def test_a_section_unchanged_since_the_object_kept_before_is_that_section() -> N
     assert isinstance(after, Kept) and after == kept(PODS.name, update)  # what is kept does not depend on it
     assert after["spec"] is before["spec"]  # unchanged: shared, not compacted again
     assert after["metadata"] is not before["metadata"] and after["status"]["phase"] == "Running"
+    assert after["metadata"]["labels"] is before["metadata"]["labels"]  # and so one level down
     update["spec"]["nodeName"] = "n1"
     bound = kept(PODS.name, update, after)
     assert bound["spec"] is not before["spec"] and bound["spec"]["nodeName"] == "n1"
     assert before["spec"].get("nodeName") is None  # the one kept before is not changed
+
+
+def test_a_custom_resource_shares_nothing_with_the_object_kept_before() -> None:
+    """A free-form field of a custom resource may change from 1 to true, which Python finds equal."""
+    before = kept(PROVISIONERS.name, make_provisioner("default", provider={"flag": 1}))
+    changed = make_provisioner("default", provider={"flag": True})
+    after = kept(PROVISIONERS.name, changed, before)
+    assert after["spec"] is not before["spec"] and after["spec"]["provider"]["flag"] is True
