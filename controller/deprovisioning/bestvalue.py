@@ -26,7 +26,10 @@ The disruption of a command is the one of Karpenter's Balanced-consolidation RFC
 max(0, eviction cost), the eviction cost being spec §6.2's per-pod term
 (`candidates.eviction_cost`: 1 + deletion cost / 2^27 + priority / 2^25, clamped to ±10). The
 node's 1 keeps an empty node, or one whose pods cost nothing, from an infinite value. Its saving is
-the candidates' price less the replacement's planned launch (`repackconsolidation.saving`).
+the candidates' price less the replacement's planned launch and less the nodes provisioning would
+launch for the pods kube-scheduler would find no room for (`repackconsolidation.net_saving`: the
+price `consolidation.counted` records on the command, `Command.spill`): a command whose pods
+kube-scheduler would leave to new nodes is worth what it saves with them.
 
 Anytime (`types.py`): the single-node sweep stops on the pass's budget like the one in disruption
 order, with its best command so far, or, without one, where it stopped (`Progress.single_after`,
@@ -44,7 +47,7 @@ from controller.deprovisioning.candidates import eviction_cost
 from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates
 from controller.deprovisioning.events import unconsolidatable
 from controller.deprovisioning.multinodeconsolidation import MultiNodeConsolidation
-from controller.deprovisioning.repackconsolidation import RepackConsolidation, saving
+from controller.deprovisioning.repackconsolidation import RepackConsolidation, net_saving
 from controller.deprovisioning.room import Room
 from controller.deprovisioning.singlenodeconsolidation import resumed
 from controller.deprovisioning.types import (
@@ -68,8 +71,9 @@ def disruption(cands: Iterable[Candidate]) -> float:
 
 
 def value(cmd: Command) -> float:
-    """What `cmd` saves per hour per unit of disruption."""
-    return saving(cmd) / disruption(cmd.candidates)
+    """What `cmd` saves per hour per unit of disruption, net of the nodes its spilled pods will need
+    (`repackconsolidation.net_saving`)."""
+    return net_saving(cmd) / disruption(cmd.candidates)
 
 
 def bound(cand: Candidate) -> float:
@@ -130,6 +134,7 @@ class _Sweep:
         self.worth = floor
         self.band = band
         self.batch: Command | None = None
+        self.first = 0.0  # the value of the batch's first delete, alone
         self.replacement: Command | None = None
 
     @property
@@ -141,11 +146,6 @@ class _Sweep:
         return max(self.worth, self.band * self.first)
 
     @property
-    def first(self) -> float:
-        assert self.batch is not None
-        return value(Command(self.batch.deprovisioner, self.batch.candidates[:1]))
-
-    @property
     def best(self) -> Command | None:
         return self.batch if self.batch is not None else self.replacement
 
@@ -154,15 +154,18 @@ class _Sweep:
             self.replacement, self.worth = cmd, value(cmd)
 
     def delete(self, cmd: Command, inputs: Inputs, scheduler: Scheduler) -> None:
-        """A candidate that can be deleted alone joins the batch when all of them still can (its
-        value, its bound, beats the best replacement: it was checked before the simulation)."""
+        """A candidate that can be deleted alone joins the batch when all of them still can, the
+        batch still worth more than the best replacement (its bound beat that before the
+        simulation; the nodes its spilled pods need may leave its value below)."""
+        if value(cmd) <= self.worth:
+            return  # its spilled pods' nodes leave it worth no more than the best found
         if self.batch is None:
-            self.batch = cmd
+            self.batch, self.first = cmd, value(cmd)
             return
         if value(cmd) < self.band * self.first:
             return  # worth much less than the first: a later pass, when it is among the best
         joint = compute_consolidation(inputs, [*self.batch.candidates, *cmd.candidates], scheduler).command
-        if joint is not None and not joint.replacements:
+        if joint is not None and not joint.replacements and value(joint) > self.worth:
             self.batch = joint
 
 

@@ -8,8 +8,9 @@ could be spot; a replacement that may be spot or on-demand is pinned to spot. ka
 (issue 21): a command is also checked against where kube-scheduler, not its plan, would put the
 pods it moves (`simulation.spill`); when some would find no room, the nodes provisioning would
 launch for them count against the saving, and a command they leave no cheaper is not taken
-(`counted`; validation re-checks it) — else each such command ends in new small nodes that a later
-pass consolidates again, and the fleet never settles. karpy decision
+(`counted`, which records their price on the command, `Command.spill`, for consolidation by value
+to rank it by what it saves with them; validation re-checks it) — else each such command ends in
+new small nodes that a later pass consolidates again, and the fleet never settles. karpy decision
 (decisions table): `karpenter.sh/do-not-consolidate: "true"` opts a node out and any other
 value means nothing (the provisioner's `consolidation.enabled` still decides).
 The consolidation methods are `emptynodeconsolidation.py`, `multinodeconsolidation.py`,
@@ -96,7 +97,7 @@ def counted(inputs: Inputs, cmd: Command, scheduler: Scheduler) -> Consolidation
             f"kube-scheduler would find no room for {found.pods} of its pods: the nodes they need leave it no cheaper",
             found,
         )
-    return Consolidation(cmd, spill=found)
+    return Consolidation(dataclasses.replace(cmd, spill=found.price), spill=found)
 
 
 def compute_consolidation(
@@ -170,7 +171,7 @@ def filter_out_same_type(cmd: Command) -> Command | None:
     options = cheaper_options(new, max_price)
     if not options:
         return None
-    return Command(cmd.deprovisioner, cmd.candidates, (with_options(new, options),))
+    return dataclasses.replace(cmd, replacements=(with_options(new, options),))
 
 
 def consolidation_candidates(inputs: Inputs) -> tuple[list[Candidate], list[Event]]:

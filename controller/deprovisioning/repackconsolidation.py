@@ -75,6 +75,11 @@ def saving(cmd: Command) -> float:
     return 0.0 if before is None or after is None else before - after
 
 
+def net_saving(cmd: Command) -> float:
+    """What the command saves with the nodes its spilled pods will need (`Command.spill`)."""
+    return saving(cmd) - cmd.spill
+
+
 @dataclass(frozen=True)
 class RepackConsolidation:
     name: str = CONSOLIDATION
@@ -112,7 +117,7 @@ class RepackConsolidation:
             cmd = found.command
             if cmd is None or price is None:
                 continue
-            net = saving(cmd) - found.spill.price  # what it saves with the nodes its spilled pods need
+            net = net_saving(cmd)
             if net < self.min_saving * price:
                 continue
             if kept is not None and net <= kept[1] + 1e-9:

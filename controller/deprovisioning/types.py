@@ -390,6 +390,10 @@ class Command:
     deprovisioner: str
     candidates: tuple[Candidate, ...]
     replacements: tuple[NewNode, ...] = ()
+    spill: float = 0.0
+    """The hourly price of the nodes provisioning would launch for the pods it moves that
+    kube-scheduler would find no room for (`consolidation.counted`, from `simulation.spill`; 0
+    until counted, and for commands that are not consolidation's)."""
 
     @property
     def action(self) -> Action:

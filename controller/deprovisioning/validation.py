@@ -50,7 +50,7 @@ def validate(cmd: Command, method: str, inputs: Inputs, scheduler: Scheduler) ->
     found = counted(inputs, checked.command, scheduler)
     if found.command is None:
         return _invalid(cmd, found.why_not)
-    return checked
+    return Validation(found.command)
 
 
 def _validate(cmd: Command, method: str, inputs: Inputs, scheduler: Scheduler) -> Validation:

@@ -24,12 +24,12 @@ from bench.balanced import (
     executed,
     karpy_curve,
     lowest_margin,
-    shortfalls,
     margins,
     moves,
     pod_object,
     pod_size,
     rounds,
+    shortfalls,
 )
 from controller.deprovisioning.candidates import eviction_cost
 from controller.state.views import pod_view

@@ -10,22 +10,31 @@ import pytest
 from controller.core import labels as L
 from controller.deprovisioning.bestvalue import SingleNodeByValue, best, disruption, offers, value
 from controller.deprovisioning.candidates import new_candidate
+from controller.deprovisioning.consolidation import compute_consolidation, consolidation_candidates
 from controller.deprovisioning.types import Command, Proposal
 from controller.scheduling.scheduler import schedule
 from controller.scheduling.types import SchedulingInput, SchedulingResult
 from controller.state.snapshot import NodeView
 from tests.builders.deprovisioning import (
+    CATALOG,
     HALF_COST,
     LARGE,
     MEDIUM,
     SMALL,
+    ZONAL_LARGE,
+    ZONAL_SMALL,
+    ZONE_A,
+    ZONE_B,
     at,
     cheap_prefix_and_dear_node,
+    in_zone,
+    kube_scheduler_spill,
     make_inputs,
     make_node,
     make_pod,
     make_provisioner,
 )
+from tests.builders.scheduling import make_instance_type
 
 ON_DEMAND = [make_provisioner(consolidation=True, capacity_types=["on-demand"])]
 NEGATIVE = {L.POD_DELETION_COST: str(-(2**30))}  # eviction cost -7
@@ -47,6 +56,51 @@ def test_value_is_the_saving_per_unit_of_disruption() -> None:
     cand = new_candidate(inputs.nodes[0], inputs)
     assert cand is not None
     assert value(Command("consolidation", (cand,))) == 0.40 / 3  # a delete saves its price; 1 + 2 pods
+
+
+def test_value_is_net_of_the_nodes_the_command_s_spilled_pods_need() -> None:
+    # the delete of "c" saves its $0.40/h, but kube-scheduler leaves pod "k" to a new $0.10/h node
+    inputs = kube_scheduler_spill(ZONAL_LARGE)
+    cmd = compute_consolidation(inputs, [c for c in consolidation_candidates(inputs)[0] if c.name == "c"], schedule)
+    assert cmd.command is not None and not cmd.command.replacements
+    assert value(cmd.command) == pytest.approx((0.40 - 0.10) / 3)
+
+
+def test_best_ranks_a_command_by_what_it_saves_with_its_spilled_pods_nodes() -> None:
+    # the large delete saves $0.40/h for 3 of disruption (0.13), but its spilled pods need $0.20/h
+    # of new nodes (0.07); the medium's $0.20/h for 2 (0.10) is worth more
+    inputs = make_inputs(
+        [make_node("l", LARGE, pods=[make_pod("a"), make_pod("b")]), make_node("m", MEDIUM, pods=[make_pod("c")])],
+        ON_DEMAND,
+    )
+    large, medium = (new_candidate(n, inputs) for n in inputs.nodes)
+    assert large is not None and medium is not None
+    spilling, plain = Command("consolidation", (large,), spill=0.20), Command("consolidation", (medium,))
+    single = SingleNodeByValue()
+    chosen = best([(single, Proposal(spilling)), (single, Proposal(plain))])
+    assert chosen is not None and chosen[1] is plain
+
+
+ZONAL_MID = make_instance_type(
+    "zonal-mid", cpu=8, memory_gib=4, pods=110, price=0.35, zones=(ZONE_A, ZONE_B),
+    labels={L.INSTANCE_CATEGORY: "m", L.INSTANCE_FAMILY: "m5"},
+)  # fmt: skip
+
+
+def test_the_sweep_takes_a_replacement_over_a_delete_its_spilled_pods_leave_worth_less() -> None:
+    # "c" (kube_scheduler_spill's candidate at $0.35/h) is deleted by the plan: 0.35 / 3 = 0.117,
+    # but kube-scheduler leaves "k" to a new $0.10/h node: 0.25 / 3 = 0.083; "r" (zone-a, its
+    # 2.5-cpu pod fits on no node there) is replaced by a medium: 0.20 / 2 = 0.10 ("a"'s 6-cpu pod
+    # is kept to zone-a, where "r" has no room for it: "a" stays)
+    a, b, c = kube_scheduler_spill(ZONAL_MID).nodes
+    kept = dataclasses.replace(a, pods=tuple(in_zone(p, ZONE_A) for p in a.pods))
+    nodes = [kept, b, c, make_node("r", LARGE, pods=[in_zone(make_pod("z", cpu=2.5), ZONE_A)], created=at(3))]
+    prov = make_provisioner(
+        consolidation=True, capacity_types=["on-demand"], instance_types=(*CATALOG, ZONAL_SMALL, ZONAL_MID)
+    )
+    out = SingleNodeByValue().compute(make_inputs(nodes, [prov]), schedule)
+    assert out.command is not None and out.command.node_names == ("r",) and out.command.replacements
+    assert value(out.command) == pytest.approx(0.10)
 
 
 def test_single_node_by_value_takes_the_dear_node_before_the_cheapest_to_disrupt() -> None:

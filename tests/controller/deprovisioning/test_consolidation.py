@@ -219,3 +219,12 @@ def test_a_node_that_arrived_for_a_commands_pods_settles_before_it_is_a_candidat
         "after",
         "later",
     }
+
+
+def test_the_price_of_the_nodes_kube_schedulers_placement_needs_is_recorded_on_the_command() -> None:
+    # what consolidation by value counts against the command's saving (`bestvalue.value`)
+    result = _compute(kube_scheduler_spill(ZONAL_LARGE), "c")
+    assert result.command is not None and result.command.spill == 0.10
+    plain = make_inputs([make_node("n1", pods=[make_pod("a")]), make_node("n2", pods=[make_pod("b")])], ON_DEMAND)
+    cmd = _compute(plain, "n1").command
+    assert cmd is not None and cmd.spill == 0.0
