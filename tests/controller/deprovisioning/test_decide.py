@@ -24,6 +24,7 @@ from controller.state.snapshot import NodeView, PodView
 from tests.builders.deprovisioning import (
     LARGE,
     MEDIUM,
+    ZONAL_LARGE,
     ZONAL_SMALL,
     at,
     cheap_prefix_and_dear_node,
@@ -131,6 +132,15 @@ def test_a_command_kube_schedulers_placement_would_undo_is_dropped_at_validation
     pending = Pending(Command(CONSOLIDATION, (cand,)), SINGLE_NODE_CONSOLIDATION, at(0))
     decision = _pass(later(snap, at(15)), pending)
     assert decision.execute is None and "kube-scheduler would find no room for 1 of its pods" in decision.dropped
+
+
+def test_a_validated_command_carries_the_price_of_the_nodes_its_spilled_pods_need_now() -> None:
+    # computed with no spill; at its validation kube-scheduler would leave "k" to a new $0.10/h node
+    snap = kube_scheduler_spill(ZONAL_LARGE)
+    (cand,) = [c for c in candidates(snap, lambda c: True) if c.name == "c"]
+    pending = Pending(Command(CONSOLIDATION, (cand,)), SINGLE_NODE_CONSOLIDATION, at(0))
+    decision = _pass(later(snap, at(15)), pending)
+    assert decision.execute is not None and decision.execute.node_names == ("c",) and decision.execute.spill == 0.10
 
 
 def test_a_zero_validation_wait_acts_in_the_same_pass() -> None:
