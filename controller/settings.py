@@ -112,7 +112,7 @@ class Settings:
         "or value (karpy: the command saving most per unit of disruption)",
     )
     drift_check_seconds: float = _f(300.0, "how often the cloud is asked whether a node's instance drifted")
-    resync_seconds: float = _f(300.0, "full re-list of every watched kind this often")
+    resync_seconds: float = _f(3600.0, "full re-list of every watched kind this often (a safety net: watches resume)")
     leader_elect: bool = _f(True, "only the holder of the Lease acts")
     leader_election_id: str = _f("", "identity in the Lease (default: hostname_pid)")
     leader_election_namespace: str = _f("kube-system", "namespace of the Lease")
