@@ -10,6 +10,7 @@ methods (`expiration.py`, `emptiness.py`, the consolidations).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 
 from controller.apis.provisioner import Provisioner
@@ -105,7 +106,19 @@ def lifetime_remaining(node: NodeView, provisioner: Provisioner, now: float) -> 
 
 def disruption_cost(node: NodeView, provisioner: Provisioner, now: float) -> float:
     """Σ clamp(1 + deletionCost/2^27 + priority/2^25, ±10) over the pods × lifetime remaining (spec §6.2)."""
-    return sum(eviction_cost(p) for p in node.movable_pods()) * lifetime_remaining(node, provisioner, now)
+    return _eviction_costs(node) * lifetime_remaining(node, provisioner, now)
+
+
+_EVICTION_COSTS: weakref.WeakKeyDictionary[NodeView, float] = weakref.WeakKeyDictionary()
+
+
+def _eviction_costs(node: NodeView) -> float:
+    """The node's pods' summed eviction costs, once per view: views are immutable, and a node that
+    did not change keeps its view from snapshot to snapshot (every pass costs every node)."""
+    found = _EVICTION_COSTS.get(node)
+    if found is None:
+        found = _EVICTION_COSTS[node] = sum(eviction_cost(p) for p in node.movable_pods())
+    return found
 
 
 def by_disruption_cost(cands: Iterable[Candidate]) -> list[Candidate]:

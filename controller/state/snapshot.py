@@ -219,7 +219,12 @@ class NodeView:
 
     def movable_pods(self) -> tuple[PodView, ...]:
         """The pods that would have to run elsewhere if the node went (readable, not DaemonSet or
-        mirror pods, not terminal, not being deleted)."""
+        mirror pods, not terminal, not being deleted). Found once per view: a deprovisioning pass
+        asks every node several times, and a node that did not change keeps its view."""
+        return self._movable
+
+    @cached_property
+    def _movable(self) -> tuple[PodView, ...]:
         return tuple(
             p for p in self.pods
             if p.request is not None and not p.is_daemonset and not p.is_mirror and not p.terminal and not p.deleting

@@ -137,3 +137,16 @@ def test_order_is_cheapest_disruption_first_then_creation_then_name() -> None:
     ]
     snap = make_inputs(nodes)
     assert [c.name for c in by_disruption_cost(candidates(snap, lambda c: True))] == ["idle-early", "idle-late", "busy"]
+
+
+def test_a_nodes_disruption_cost_follows_its_view_as_its_pods_change() -> None:
+    """The pods' eviction costs are summed once per node view; the node's next view, with a pod
+    more or a pod's deletion cost changed, is costed afresh."""
+    prov = make_provisioner()
+    one = make_node("n", pods=[make_pod("a")])
+    assert disruption_cost(one, prov.provisioner, at(0)) == disruption_cost(one, prov.provisioner, at(0)) == 1.0
+    two = make_node("n", pods=[make_pod("a"), make_pod("b")])
+    assert disruption_cost(two, prov.provisioner, at(0)) == 2.0
+    costly = make_node("n", pods=[make_pod("a", annotations={POD_DELETION_COST: str(2**28)}), make_pod("b")])
+    assert disruption_cost(costly, prov.provisioner, at(0)) == 4.0
+    assert disruption_cost(one, prov.provisioner, at(0)) == 1.0

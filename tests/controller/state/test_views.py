@@ -270,3 +270,11 @@ def test_cluster_state_keeps_a_pods_request_through_its_status_updates() -> None
     state.apply(PODS.name, "MODIFIED", _status_update(dict(held), "7"))
     second = state.snapshot().pods["default/web-1"]
     assert second.obj["spec"] is held["spec"] and second.request is first.request
+
+
+def test_a_nodes_movable_pods_are_found_once_per_view_and_afresh_for_the_next() -> None:
+    running, done = pod_view(make_pod("running", node="n1", phase="Running")), pod_view(make_pod("done", node="n1"))
+    view = dataclasses.replace(node_view(make_node("n1")), pods=(running,))
+    assert view.movable_pods() is view.movable_pods() and [p.name for p in view.movable_pods()] == ["running"]
+    after = dataclasses.replace(view, pods=(running, done))  # the node's next view: a pod more
+    assert [p.name for p in after.movable_pods()] == ["running", "done"]
