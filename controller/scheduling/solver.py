@@ -401,12 +401,13 @@ class Solver:
         key = frozenset(ps.pod.labels.items())
         found = self._like.get(key)
         if found is None:
+            like = dict(key)  # compared with each pod's labels as they are: no set built per pod and node
             found = np.zeros(t.existing, dtype=np.float64)
             for j in range(t.existing):
                 node = t.state[j]
                 bound = node.pods if node is not None else ()
-                found[j] = sum(1 for p in bound if p.owner_kind != "DaemonSet" and frozenset(p.labels.items()) == key)
-                found[j] += sum(1 for q in t.pods[j] if frozenset(q.pod.labels.items()) == key)
+                found[j] = sum(1 for p in bound if p.owner_kind != "DaemonSet" and p.labels == like)
+                found[j] += sum(1 for q in t.pods[j] if q.pod.labels == like)
             self._like[key] = found
         zones = self._zones()
         per_zone = np.bincount(zones, weights=found, minlength=int(zones.max()) + 1 if len(zones) else 0)
