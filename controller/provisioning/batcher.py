@@ -9,9 +9,19 @@ that arrived while the previous pass was still launching and binding open the wi
 maximum — when they arrived, not when the job next looked (idle still counts from the
 sighting). karpy decision: Karpenter's batcher starts its window only once the previous pass
 has returned, so every long pass also delayed the next batch by its own length.
+
+While kube-scheduler has not yet decided some pods (`more_coming`, asked only once the window is
+idle), the window is not closed by idleness, only at its maximum: more `Unschedulable` marks are
+on their way, and a pass taken at the first lull of a scale-up launches for a few of them — one
+node a zone for a zonal spread among them — then the next pass again (issue 21: under load,
+kube-scheduler's marks came in bursts with 1 s gaps, and a third to a half of the passes of a
+5,000-pod run closed on idleness with a few dozen pods). karpy decision; with no pod left for
+kube-scheduler to decide, idleness closes the window as in Karpenter.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from controller.clock import Clock
 
@@ -34,12 +44,15 @@ class Batcher:
     def open(self) -> bool:
         return self._opened is not None
 
-    def ready(self) -> bool:
-        """True when a window is open and has closed (idle or max reached)."""
+    def ready(self, more_coming: Callable[[], bool] | None = None) -> bool:
+        """True when a window is open and has closed: its maximum reached, or idle while
+        `more_coming` (if given) says no more pods are on their way."""
         if self._opened is None:
             return False
         now = self._clock.now()
-        return now - self._last >= self.idle or now - self._opened >= self.max_duration
+        if now - self._opened >= self.max_duration:
+            return True
+        return now - self._last >= self.idle and (more_coming is None or not more_coming())
 
     def reset(self) -> None:
         self._opened = None

@@ -51,3 +51,18 @@ def test_a_time_in_the_future_counts_as_now() -> None:
         assert not batcher.ready()
     clock.step(0.5)
     assert batcher.ready()  # the window opened now
+
+
+def test_while_more_pods_are_coming_idleness_does_not_close_the_window() -> None:
+    clock = FakeClock()
+    batcher = Batcher(clock, idle=1.0, max_duration=10.0)
+    coming = [True]
+    batcher.trigger()
+    clock.step(5.0)
+    assert not batcher.ready(lambda: coming[0])  # kube-scheduler still has pods to decide
+    assert batcher.ready()  # without the question: idle
+    coming[0] = False
+    assert batcher.ready(lambda: coming[0])
+    coming[0] = True
+    clock.step(5.0)
+    assert batcher.ready(lambda: coming[0])  # its maximum closes it whatever is coming

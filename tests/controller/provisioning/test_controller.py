@@ -109,6 +109,18 @@ def test_pods_that_do_not_tolerate_a_startup_taint_are_left_to_kube_scheduler() 
     assert "unschedulable" not in node["spec"]
 
 
+def test_while_kube_scheduler_has_pods_to_decide_a_window_closes_at_its_maximum() -> None:
+    env = make_env()
+    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
+    env.kube.put(PODS, make_pod("untried", tolerations=TOLERATE, pending=False))  # not decided yet
+    env.sync()
+    assert env.controller.reconcile() is None
+    env.clock.step(1.1)
+    assert env.controller.reconcile() is None and env.cloud.create_calls == []  # idle, but more are coming
+    env.clock.step(9.0)
+    assert isinstance(env.controller.reconcile(), ProvisioningPass)
+
+
 def test_window_waits_for_idle() -> None:
     env = make_env()
     env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
