@@ -169,7 +169,7 @@ class ProvisioningController:
         expected = self._expected
         forget(snap, expected)
         self._trigger(found, snap.now, waiting(snap, expected))
-        if not self.batcher.ready(lambda: any(p.queued for p in snap.pods.values())):
+        if not self.batcher.ready(lambda: any(p.queued for p in snap.unbound_pods())):
             return None  # closed at its maximum while kube-scheduler has pods to decide (`batcher.py`)
         self.batcher.reset()
         snap = self.state.snapshot()
