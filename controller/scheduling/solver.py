@@ -401,12 +401,11 @@ class Solver:
         key = frozenset(ps.pod.labels.items())
         found = self._like.get(key)
         if found is None:
-            like = dict(key)  # compared with each pod's labels as they are: no set built per pod and node
+            like = dict(key)  # compared with each placed pod's labels as they are: no set built per pod
             found = np.zeros(t.existing, dtype=np.float64)
             for j in range(t.existing):
                 node = t.state[j]
-                bound = node.pods if node is not None else ()
-                found[j] = sum(1 for p in bound if p.owner_kind != "DaemonSet" and p.labels == like)
+                found[j] = node.label_sets.get(key, 0) if node is not None else 0
                 found[j] += sum(1 for q in t.pods[j] if q.pod.labels == like)
             self._like[key] = found
         zones = self._zones()

@@ -360,6 +360,18 @@ class StateNode:
     def instance_type_name(self) -> str | None:
         return self.labels.get(INSTANCE_TYPE)
 
+    @cached_property
+    def label_sets(self) -> Mapping[frozenset[tuple[str, str]], int]:
+        """How many of its pods, DaemonSet pods aside, carry each set of labels — what
+        kube-scheduler's default spread counts of a node (`solver.Solver._default_spread`). Made
+        once per node: a deprovisioning pass's simulations share its nodes."""
+        out: dict[frozenset[tuple[str, str]], int] = {}
+        for pod in self.pods:
+            if pod.owner_kind != "DaemonSet":
+                labels = frozenset(pod.labels.items())
+                out[labels] = out.get(labels, 0) + 1
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class Launch:

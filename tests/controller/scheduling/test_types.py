@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.scheduling.types import LabelSelector, pod_key
-from tests.builders.scheduling import make_instance_type
+from tests.builders.scheduling import make_instance_type, make_node, make_pod
 
 SELECTOR = LabelSelector(
     match_labels=(("app", "web"),),
@@ -49,3 +49,16 @@ def test_instance_type_allocatable_and_labels() -> None:
 
 def test_pod_key() -> None:
     assert pod_key("ns", "name") == "ns/name"
+
+
+def test_a_node_counts_its_pods_by_label_set_daemonset_pods_aside() -> None:
+    """What kube-scheduler's default spread counts of a node, made once per node."""
+    pods = [
+        make_pod("a", labels={"app": "x"}, owner_kind="ReplicaSet", node_name="n"),
+        make_pod("b", labels={"app": "x"}, owner_kind="ReplicaSet", node_name="n"),
+        make_pod("c", labels={"app": "x", "tier": "1"}, owner_kind="ReplicaSet", node_name="n"),
+        make_pod("d", labels={"app": "x"}, owner_kind="DaemonSet", node_name="n"),
+    ]
+    node = make_node("n", bound=pods)
+    assert node.label_sets == {frozenset({("app", "x")}): 2, frozenset({("app", "x"), ("tier", "1")}): 1}
+    assert node.label_sets is node.label_sets
