@@ -361,3 +361,28 @@ def test_snapshots_show_every_change_of_nodes_marks_and_nominations(events: list
         elif event == "STEP":
             clock.step(15)
     check()
+
+
+def test_recorded_bindings_are_overlaid_once_until_they_or_the_pods_change() -> None:
+    """After a pass binds hundreds of pods, every snapshot until the watch reports them shows them
+    bound: the same overlay (pod map, node views) while the bindings and pods are the same."""
+    clock = FakeClock()
+    state = synced_state(clock)
+    state.replace(NODES.name, [_node_version("n1", 1), _node_version("n2", 1)])
+    state.replace(PODS.name, [_pod_version("a", "", 1), _pod_version("b", "", 1)])
+    state.record_binding("default/a", "n1")
+    first = state.snapshot()
+    second = state.snapshot()
+    assert second.pods is first.pods and second.nodes["n1"] is first.nodes["n1"]
+    assert [p.name for p in second.nodes["n1"].pods] == ["a"] and [p.name for p in second.unbound or ()] == ["b"]
+    state.record_binding("default/b", "n1")
+    third = state.snapshot()
+    assert [p.name for p in third.nodes["n1"].pods] == ["a", "b"] and third.unbound == ()
+    assert third.pods["default/a"] is first.pods["default/a"]  # a's bound view is made once
+    state.apply(PODS.name, "MODIFIED", _pod_version("a", "n1", 2))  # the watch reports a's binding
+    fourth = state.snapshot()
+    assert fourth.pods["default/a"].obj["metadata"]["resourceVersion"] == "2"
+    assert [p.name for p in fourth.nodes["n1"].pods] == ["a", "b"]
+    clock.step(31)  # b's binding never confirmed
+    fifth = state.snapshot()
+    assert [p.name for p in fifth.nodes["n1"].pods] == ["a"] and [p.name for p in fifth.unbound or ()] == ["b"]
