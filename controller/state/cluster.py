@@ -15,9 +15,9 @@ incrementally: a snapshot rebuilds only the views of pods changed since the last
 lists of the nodes they left or joined, so that the several controllers snapshotting every tick
 do not walk thousands of pods each time. What did not change since the last snapshot is handed
 out again: the pod map (copied only after a pod view changed; recorded bindings overlay a copy,
-made again only when they or the pods change) and each node's view, with the scheduler state it caches (rebuilt only when its object, its pods,
-its mark or its nomination changed) — at 1,000 nodes / 25,000 pods a snapshot of a settled
-cluster costs ~1 ms of CPU instead of ~7.
+made again only when they or the pods change) and each node's view, with the scheduler state it
+caches (rebuilt only when its object, its pods, its mark or its nomination changed) — at 1,000
+nodes / 25,000 pods a snapshot of a settled cluster costs ~1 ms of CPU instead of ~7.
 """
 
 from __future__ import annotations
