@@ -75,7 +75,7 @@ def _compacted_like(value: Mapping[str, Any], held: Mapping[str, Any], depth: in
     out = {}
     for key, part in value.items():
         before = held.get(key, _ABSENT)
-        if before == part:
+        if _equal(before, part):
             kept_part = before
         elif isinstance(part, Mapping) and isinstance(before, dict) and depth + 1 < COMPACTED_DEPTH:
             kept_part = _compacted_like(part, before, depth + 1)
@@ -86,6 +86,14 @@ def _compacted_like(value: Mapping[str, Any], held: Mapping[str, Any], depth: in
 
 
 _ABSENT = object()
+
+
+def _equal(before: Any, part: Any) -> bool:
+    """`before == part`; a part nested too deep to compare is taken as changed (compacted anew)."""
+    try:
+        return bool(before == part)
+    except RecursionError:
+        return False
 
 
 def _trimmed(kind: str, obj: Obj) -> Obj:

@@ -123,3 +123,21 @@ def test_a_custom_resource_shares_nothing_with_the_object_kept_before() -> None:
     changed = make_provisioner("default", provider={"flag": True})
     after = kept(PROVISIONERS.name, changed, before)
     assert after["spec"] is not before["spec"] and after["spec"]["provider"]["flag"] is True
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(depth):
+        inner["x"] = {}
+        inner = inner["x"]
+    return deep
+
+
+def test_a_part_nested_too_deep_to_compare_is_kept_anew() -> None:
+    pod = make_pod("p")
+    before = kept(PODS.name, {**pod, "spec": {**pod["spec"], "deep": _nested(5000)}})
+    spec = {**pod["spec"], "deep": _nested(5000)}  # equal to the one kept before, and too deep to compare
+    update = {**pod, "metadata": {**pod["metadata"], "resourceVersion": "2"}, "spec": spec}
+    after = kept(PODS.name, update, before)
+    assert after["metadata"]["resourceVersion"] == "2" and "deep" in after["spec"]
