@@ -20,8 +20,6 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    which sees the new nodes; with `bind_pods` off it binds them all. Each such pod is told where
    karpy expects it, `status.nominatedNodeName` (`nominations.py`: for a held node when it is
    released), so kube-scheduler keeps that room for it instead of giving it to the next pod.
-   Nominated or not, such a pod is not provisioned for again until kube-scheduler has tried it
-   and said it does not fit (`expectations.py`): it counts on that node meanwhile.
    A pass's nodes are launched in parallel (`launch_workers`), as Karpenter launches a batch's
    machines, so the cloud provider can merge identical launches into one call (CreateFleet,
    `cloudprovider/batcher.py`): every instance of the pass is created first, identical requests
@@ -47,7 +45,6 @@ the pods it considered are metrics.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -76,7 +73,6 @@ from controller.kube.resources import NODES, PODS
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
-from controller.provisioning.expectations import Expectation, expectation, forget, reserved, waiting
 from controller.provisioning.launcher import Launcher, LaunchError, LaunchResult
 from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
@@ -122,8 +118,6 @@ class ProvisioningPass:
     unschedulable: dict[str, str] = field(default_factory=dict)
     nominated: dict[str, str] = field(default_factory=dict)  # pod → node written as its nomination ("": cleared)
     nomination_writes: int = 0  # attempted, successful or not (bounded a pass)
-    nomination_failed: set[str] = field(default_factory=set)  # pods whose nomination write failed: planned again
-    expected: dict[str, str] = field(default_factory=dict)  # pod → node it was planned onto, left to kube-scheduler
 
 
 class ProvisioningController:
@@ -146,7 +140,6 @@ class ProvisioningController:
         self.launcher = Launcher(kube, cloud, state, clock, self.settings.nomination_seconds)
         self._last_try: dict[str, float] = {}
         self._held: dict[str, str] = {}  # held zonal-spread pod → the reason it was told
-        self._expected: dict[str, Expectation] = {}  # pod planned and left to kube-scheduler (`expectations.py`)
         self._batch_taken = 0.0  # when the last batch's snapshot was taken
         self._retained = float("-inf")  # when the evaluations of gone pods were last forgotten
         self._templates: dict[str, AWSNodeTemplate | None] = {}
@@ -166,9 +159,7 @@ class ProvisioningController:
         if snap.now - self._retained >= RETAIN_SECONDS:  # forget the pods that are gone (not every tick)
             self._retained = snap.now
             self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})
-        expected = self._expected
-        forget(snap, expected)
-        self._trigger(found, snap.now, waiting(snap, expected))
+        self._trigger(found, snap.now)
         if not self.batcher.ready(lambda: any(p.queued for p in snap.unbound_pods())):
             return None  # closed at its maximum while kube-scheduler has pods to decide (`batcher.py`)
         self.batcher.reset()
@@ -177,14 +168,11 @@ class ProvisioningController:
         found = provisionable(snap)
         for pod, why in found.ignored:
             self.decisions.evaluated(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
-        waits = waiting(snap, expected)
-        if waits:  # karpy's room is theirs until kube-scheduler says otherwise: not planned again
-            found = dataclasses.replace(found, pending=tuple(p for p in found.pending if p.key not in waits))
         if not found.pending and not found.rescheduled:
             return None
         started = time.monotonic()
         try:
-            return self._provision(snap, found, waits)
+            return self._provision(snap, found)
         finally:
             PASS_DURATION.observe(time.monotonic() - started)
 
@@ -202,13 +190,12 @@ class ProvisioningController:
             first, why = new[0]
             log.info("%d zonal-spread pod(s) wait for their group (the first, %s: %s)", len(new), first.key, why)
 
-    def _trigger(self, found: Provisionable, now: float, waits: Mapping[str, Expectation]) -> None:
+    def _trigger(self, found: Provisionable, now: float) -> None:
         """Open or extend the batch window for pods seen for the first time (from when
         kube-scheduler marked them, but not before the last batch was taken) and for pods whose
-        retry is due (now) — not for pods waiting for kube-scheduler's verdict on the room karpy
-        planned for them (`waits`). Runs every tick over every pending pod: set differences find
-        the new and the gone, one pass over the last tries the due, so a tick costs little at 20,000."""
-        pods = {p.key: p for p in (*found.pending, *found.rescheduled) if p.key not in waits}
+        retry is due (now). Runs every tick over every pending pod: set differences find the new
+        and the gone, one pass over the last tries the due, so a tick costs little at 20,000."""
+        pods = {p.key: p for p in (*found.pending, *found.rescheduled)}
         last_try = self._last_try
         for key in last_try.keys() - pods.keys():
             del last_try[key]
@@ -226,12 +213,13 @@ class ProvisioningController:
         if due:
             self.batcher.trigger()
 
-    def _provision(self, snap: Snapshot, found: Provisionable, waits: Mapping[str, Expectation]) -> ProvisioningPass:
+    def _provision(self, snap: Snapshot, found: Provisionable) -> ProvisioningPass:
         outcome = ProvisioningPass()
         by_provisioner = instance_types_for(snap, self.cloud)
         self._templates = by_provisioner.templates
-        settings = SchedulingSettings(self.settings.max_instance_types)
-        inp = provisioning_input(snap, found, by_provisioner.types, settings, reserved(snap, waits))
+        inp = provisioning_input(
+            snap, found, by_provisioner.types, SchedulingSettings(self.settings.max_instance_types)
+        )
         PODS_CONSIDERED.set(len(inp.pods))
         started = time.monotonic()
         result = schedule(inp)
@@ -257,10 +245,6 @@ class ProvisioningController:
         self._launch_all(snap, result, pending, outcome)
         planned = self._bind_existing(snap, result, pending, outcome)
         self._nominate(planned, outcome, clear_stale=True)
-        outcome.expected.update(planned)
-        for key, node in outcome.expected.items():
-            if key not in outcome.nomination_failed:  # a failed write is tried again next pass
-                self._expected[key] = expectation(pending[key], node, snap.now)
         return outcome
 
     def _launch_all(
@@ -360,7 +344,6 @@ class ProvisioningController:
                 free += [(key, launched.node_name) for key in mine]
         self._pin(pins)  # every planned node exists now: its domain is decided
         self._nominate(free, outcome)
-        outcome.expected.update(free)
         if held:
             # Bind against the cluster as it is now, not as the plan saw it; then tell
             # kube-scheduler where the pods karpy did not bind are expected (not before: tried on
@@ -370,9 +353,7 @@ class ProvisioningController:
             bound = self._bind(ctx, dict(held))
             outcome.bound += bound
             done = set(bound)
-            left = [(k, node) for node, keys in held for k in keys if k not in done]
-            self._nominate(left, outcome)
-            outcome.expected.update(left)
+            self._nominate([(k, node) for node, keys in held for k in keys if k not in done], outcome)
             for node_name, _ in held:
                 self._release(node_name)
 
@@ -424,8 +405,6 @@ class ProvisioningController:
             if ok:
                 outcome.nominated[n.pod.key] = n.node
                 written += 1
-            else:
-                outcome.nomination_failed.add(n.pod.key)
         if todo:
             log.info("nominations for kube-scheduler: %d of %d written", written, len(todo))
 

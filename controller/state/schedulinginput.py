@@ -102,11 +102,7 @@ def scheduling_input(
 
 
 def provisioning_input(
-    snap: Snapshot,
-    found: Provisionable,
-    instance_types: InstanceTypes,
-    settings: SchedulingSettings | None = None,
-    expected: Mapping[str, Sequence[PodRequest]] | None = None,
+    snap: Snapshot, found: Provisionable, instance_types: InstanceTypes, settings: SchedulingSettings | None = None
 ) -> SchedulingInput:
     """A provisioning pass's input: the pending pods, then the rescheduled ones, onto every node.
     A marked node keeps the pods being placed again: the solve takes no room for them there but
@@ -114,12 +110,9 @@ def provisioning_input(
     evicted; `scheduling/topology.py`), after every pending pod. A pending pod nominated to a
     node (`status.nominatedNodeName`: by kube-scheduler's preemption or by karpy,
     `provisioning/nominations.py`) counts on that node, room and topology, as kube-scheduler
-    reserves it there; so do the pods of `expected` (node → requests: pods karpy planned there
-    that wait for kube-scheduler's verdict, `provisioning/expectations.py`)."""
+    reserves it there."""
     pods = [p.request for p in (*found.pending, *found.rescheduled) if p.request is not None]
     nominated = nominated_requests(snap)
-    for name, requests in (expected or {}).items():
-        nominated.setdefault(name, []).extend(requests)
     nodes = []
     for node in snap.nodes.values():
         state_node = node.state_node()

@@ -64,7 +64,6 @@ class PodView:
     scheduling_gates: tuple[str, ...] = ()
     scheduler_name: str = DEFAULT_SCHEDULER  # spec.schedulerName (absent: the default scheduler)
     scheduler_tried: bool = False  # PodScheduled=False, any reason: a scheduler attempted it and failed
-    verdict: str = ""  # that condition's message as the scheduler last wrote it (a new one: it tried again)
     key: str = field(init=False, repr=False)
     spread_pinned: bool = field(init=False, repr=False)
     provisionable: bool = field(init=False, repr=False)

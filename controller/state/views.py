@@ -228,7 +228,6 @@ def _pod_view(obj: Obj, same: PodView | None) -> PodView:
         scheduling_gates=tuple(str(g.get("name")) for g in spec.get("schedulingGates") or [] if isinstance(g, Mapping)),
         scheduler_name=str(spec.get("schedulerName") or DEFAULT_SCHEDULER),
         scheduler_tried=bool(failed),
-        verdict=str(failed[0].get("message") or "") if failed else "",
     )
 
 

@@ -26,7 +26,6 @@ from controller.provisioning.controller import (
     ProvisioningPass,
     ProvisioningSettings,
 )
-from controller.provisioning.expectations import EXPECT_SECONDS
 from tests.builders.volumes import claim, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
 from tests.fakes.world import World
@@ -643,89 +642,6 @@ def test_a_refused_nomination_changes_nothing_and_the_next_pass_writes_it() -> N
     env.clock.step(10)
     env.run_batch()
     assert nomination(env, "p0") == "existing" and len(env.kube.items(NODES)) == 1
-
-
-# -- pods left to kube-scheduler wait for its verdict (issue 21; expectations.py) ----------------
-
-
-def spread_pod(name: str, cpu: str = "500m") -> dict[str, Any]:
-    """A zonal-spread pod karpy does not bind (its spread counts pods kube-scheduler places)."""
-    return make_pod(name, cpu=cpu, labels={"app": "s"}, tolerations=TOLERATE, topologySpreadConstraints=ZONE_SPREAD)
-
-
-def take_room(env: Env, node: str) -> None:
-    """Pods kube-scheduler had not tried yet take the node's room before the planned pod's turn."""
-    env.kube.put(PODS, make_pod(f"thief-{node}", cpu="64", node=node, tolerations=TOLERATE))
-
-
-def retried(env: Env, pod: str, message: str) -> None:
-    """kube-scheduler tried the pod again and failed: it rewrites its condition's message."""
-    obj = env.kube.get(PODS, pod, "default")
-    obj["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                    "message": message}]  # fmt: skip
-    env.kube.put(PODS, obj)
-
-
-def test_a_pod_left_to_kube_scheduler_is_not_provisioned_for_again_before_its_verdict() -> None:
-    """Its new node's room went to pods kube-scheduler tried first: no second node for it until
-    kube-scheduler has tried it and said it does not fit."""
-    env = make_env(startupTaints=[])
-    env.kube.put(PODS, spread_pod("s0"))
-    first = env.run_batch()
-    (node,) = [n["metadata"]["name"] for n in env.kube.items(NODES)]
-    assert isinstance(first, ProvisioningPass) and first.expected == {"default/s0": node}
-    take_room(env, node)
-    env.clock.step(10)
-    assert env.run_batch() is None  # nothing to plan: s0 waits for kube-scheduler
-    assert len(env.kube.items(NODES)) == 1
-    retried(env, "s0", "0/2 nodes are available: 2 Insufficient cpu.")
-    env.clock.step(10)
-    again = env.run_batch()
-    assert isinstance(again, ProvisioningPass) and len(again.launched) == 1 and len(env.kube.items(NODES)) == 2
-
-
-def test_the_room_of_a_pod_left_to_kube_scheduler_stays_its_own() -> None:
-    env = make_env(startupTaints=[])
-    env.kube.put(PODS, spread_pod("s0", cpu="1500m"))
-    env.run_batch()
-    (node,) = env.kube.items(NODES)
-    env.kube.put(PODS, make_pod("later", cpu="1500m", tolerations=TOLERATE))  # would fit in s0's room
-    env.clock.step(10)
-    env.run_batch()
-    (new,) = [n["metadata"]["name"] for n in env.kube.items(NODES) if n["metadata"]["name"] != node["metadata"]["name"]]
-    assert env.kube.bindings == [("default/later", new)]  # s0 is expected there: `later` gets a node of its own
-
-
-def test_a_pod_planned_onto_existing_room_without_a_nomination_waits_for_its_verdict(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr("controller.provisioning.nominations.OUTSTANDING", 0)  # no nomination written
-    env = make_env()
-    env.kube.put(NODES, make_node("existing", cpu="4"))
-    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
-    outcome = env.run_batch()
-    assert isinstance(outcome, ProvisioningPass) and outcome.nominated == {}
-    assert outcome.expected == {"default/p0": "existing"}
-    take_room(env, "existing")
-    env.clock.step(10)
-    env.run_batch()
-    assert [n["metadata"]["name"] for n in env.kube.items(NODES)] == ["existing"]
-
-
-@pytest.mark.parametrize("after", ["expired", "node gone"])
-def test_a_pod_waits_for_its_verdict_no_longer_than_the_bound_nor_its_node(after: str) -> None:
-    env = make_env(startupTaints=[])
-    env.kube.put(PODS, spread_pod("s0"))
-    env.run_batch()
-    (node,) = [n["metadata"]["name"] for n in env.kube.items(NODES)]
-    take_room(env, node)
-    if after == "expired":
-        env.clock.step(EXPECT_SECONDS)
-    else:
-        env.kube.delete(NODES, node)
-        env.clock.step(10)
-    outcome = env.run_batch()
-    assert isinstance(outcome, ProvisioningPass) and len(outcome.launched) == 1
 
 
 def test_a_nomination_to_a_node_that_is_gone_is_cleared_and_the_pod_provisioned_for() -> None:
