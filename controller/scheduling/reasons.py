@@ -124,12 +124,7 @@ def _topology_clause(solver: Solver, ps: PodState, reqs: Requirements) -> tuple[
         if group.host and not topology.host_allows_new(group, ps, solver.table.n):
             return group.describe(), reqs
     tightened = reqs.copy()
-    for group in groups:
-        if group.host:
-            continue
-        domains = topology.next_domains(
-            group, ps, ps.requirements.get_or_exists(group.key), reqs.get_or_exists(group.key)
-        )
+    for group, domains in topology.all_domains([g for g in groups if not g.host], ps, reqs):
         tightened.add(domains)
         if domains.is_empty() or tightened[group.key].is_empty():
             return group.describe(), reqs

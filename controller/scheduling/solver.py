@@ -283,10 +283,7 @@ class Solver:
         if found is not None:
             return found
         reqs = self.table.classes[cid].requirements
-        domains = tuple(
-            self.topology.next_domains(g, ps, ps.requirements.get_or_exists(g.key), reqs.get_or_exists(g.key))
-            for g in groups
-        )
+        domains = tuple(d for _, d in self.topology.all_domains(groups, ps, reqs))
         found = self._tightened(cid, domains)
         self._topology_cache[key] = found
         return found

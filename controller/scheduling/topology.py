@@ -348,7 +348,9 @@ class Topology:
             return Requirement(group.key, False, frozenset() if best is None else frozenset({best}))
         if group.kind == AFFINITY:
             options = {d for d in group.domains() if counts[d] > 0 and pod_domains.has(d)}
-            if not options and group.selects(ps.pod.namespace, ps.pod.labels):
+            # the first of a self-affine group (no matching pod in any domain, as kube-scheduler's
+            # InterPodAffinity asks) opens one domain
+            if not options and not any(counts.values()) and group.selects(ps.pod.namespace, ps.pod.labels):
                 both = pod_domains.intersection(node_domains)
                 options.update(next(([d] for d in group.domains() if both.has(d)), []))
                 options.update(next(([d] for d in group.domains() if pod_domains.has(d)), []))
@@ -356,6 +358,27 @@ class Topology:
         return Requirement(
             group.key, False, frozenset(d for d in group.domains() if counts[d] == 0 and pod_domains.has(d))
         )
+
+    def all_domains(self, groups: Sequence[Group], ps: PodState, node: Requirements) -> list[tuple[Group, Requirement]]:
+        """`next_domains` of each zone-like group for a node with requirements `node`: the pod
+        affinity groups last, each offered only the domains the other groups left — the first pod
+        of a self-affine group may go wherever kube-scheduler would put it (any node its other
+        constraints allow), so the one domain it opens is taken among those, not before them."""
+        out: list[tuple[Group, Requirement]] = []
+        later: list[Group] = []
+        for group in groups:
+            if group.kind == AFFINITY:
+                later.append(group)
+            else:
+                pod_domains, node_domains = ps.requirements.get_or_exists(group.key), node.get_or_exists(group.key)
+                out.append((group, self.next_domains(group, ps, pod_domains, node_domains)))
+        for group in later:
+            allowed = node.get_or_exists(group.key)
+            for _, domains in out:
+                if domains.key == group.key:
+                    allowed = allowed.intersection(domains)
+            out.append((group, self.next_domains(group, ps, ps.requirements.get_or_exists(group.key), allowed)))
+        return out
 
     def host_mask(self, group: Group, ps: PodState, n: int) -> np.ndarray:
         """Which of the first `n` nodes this hostname group allows for the pod."""

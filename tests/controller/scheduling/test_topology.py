@@ -229,3 +229,35 @@ def test_a_draining_pods_anti_affinity_repels_until_it_moves() -> None:
     nodes = [draining(guard, web_old), room("test-zone-a"), room("test-zone-b"), room("test-zone-c")]
     result = run([web("web-new"), guard, web_old], nodes=nodes)
     assert [node_of(result, name) for name in ("web-new", "guard", "web-old")] == ["room-b", "room-c", "room-a"]
+
+
+def test_the_first_pod_of_a_zonal_self_affinity_goes_to_a_zone_an_anti_affine_pod_leaves_open() -> None:
+    # kube-scheduler lets the first pod of a self-affine group go to any node its other
+    # constraints allow: a bound pod repelling the group from test-zone-a leaves zones b and c
+    zf, repel = {"app": "zf"}, term(ZONE, {"app": "zf"})
+    guard = make_pod("zx", node_name="n1", labels={"app": "zx"}, anti_affinity=[repel])
+    existing = make_node("n1", zone="test-zone-a", bound=[guard])
+    pods = [make_pod(f"f{i}", labels=zf, affinity=[term(ZONE, zf)]) for i in range(2)]
+    result = run(pods, nodes=[existing])
+    assert not result.unschedulable
+    assert zone_of(result, "f0") == zone_of(result, "f1") == "test-zone-b"
+
+
+def test_the_first_pod_of_a_zonal_self_affinity_skips_a_zone_its_own_anti_affinity_excludes() -> None:
+    # the pod's own anti-affinity (to pods already in test-zone-a) is met before its affinity picks
+    zf = {"app": "zf"}
+    other = make_pod("o", node_name="n1", labels={"app": "o"})
+    existing = make_node("n1", zone="test-zone-a", bound=[other])
+    pod = make_pod("f0", labels=zf, affinity=[term(ZONE, zf)], anti_affinity=[term(ZONE, {"app": "o"})])
+    result = run([pod], nodes=[existing])
+    assert zone_of(result, "f0") == "test-zone-b"
+
+
+def test_a_self_affine_pod_kept_from_the_zone_of_its_group_is_not_the_first_of_it() -> None:
+    # kube-scheduler opens a domain only while no pod of the group runs in any: one in zone a
+    # leaves a pod that may not go there unschedulable, not the first of a new zone
+    zf = {"app": "zf"}
+    existing = make_node("n1", zone="test-zone-a", bound=[make_pod("f0", node_name="n1", labels=zf)])
+    pod = make_pod("f1", labels=zf, affinity=[term(ZONE, zf)], node_selector={ZONE: "test-zone-b"})
+    result = run([pod], nodes=[existing])
+    assert reason(result, "f1") == "pod affinity on zone: no zone allowed for the pod has a pod matching app=zf"
