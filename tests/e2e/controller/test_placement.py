@@ -31,7 +31,7 @@ import pytest
 from controller.kube.client import KubeClient
 from controller.kube.errors import KubeError
 from controller.kube.resources import NODES, PODS
-from tests.e2e.env import KarpyEnv, WebhookServer
+from tests.e2e.env import Controller, KarpyEnv, WebhookServer
 from tests.support import placement
 from tests.support.poll import settled, until
 
@@ -317,13 +317,21 @@ def _missing(env: KarpyEnv, workloads: list[Workload], mode: str) -> list[str]:
     return out
 
 
-def _wait_settled(env: KarpyEnv, workloads: list[Workload], mode: str, timeout: float, what: str) -> None:
+def _wait_settled(
+    env: KarpyEnv, controller: Controller, workloads: list[Workload], mode: str, timeout: float, what: str
+) -> None:
     def problems() -> str:
         missing = _missing(env, workloads, mode)
         if not missing:
             return ""
-        pending = {p["metadata"]["name"] for p in env.pods() if not p["spec"].get("nodeName")}
-        return f"{missing}; pending {sorted(pending)}"
+        pending = sorted(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in env.pods()
+                         if not p["spec"].get("nodeName"))  # fmt: skip
+        try:  # karpy's last evaluation of each, so a failure says why it pends
+            evaluations = controller.get("/api/v1/pods/pending")["pods"]
+        except (OSError, ValueError, KeyError):
+            evaluations = {}
+        said = {key: f"{e.get('action')} {e.get('reason')!r}" for key, e in evaluations.items() if key in pending}
+        return f"{missing}; pending {pending}; karpy: {said}"
 
     settled(problems, timeout, what, interval=0.5)
 
@@ -370,10 +378,10 @@ def test_every_binding_is_one_kube_scheduler_accepts(recorded: tuple[KarpyEnv, R
                          60, "some pods Running on karpy's nodes")  # fmt: skip
             elif mode == "restart" and wave == 0:
                 first = [_first(w, plan) for w in scenario.workloads]
-                _wait_settled(env, first, mode, 120, "the first half Running")
+                _wait_settled(env, controller, first, mode, 120, "the first half Running")
                 env.kill(controller)
                 controller = env.start("replica-b")
-        _wait_settled(env, scenario.workloads, mode, 150, f"every {name} workload Running")
+        _wait_settled(env, controller, scenario.workloads, mode, 150, f"every {name} workload Running")
         if any(t["key"] == STARTUP["key"] for p in scenario.provisioners.values() for t in p.get("startupTaints", [])):
             assert agent.removed, "the startup taint was never on a node"
     events = recorder.stop()
