@@ -44,6 +44,16 @@ def _ssl_context(config: Any, default_factory: Any) -> ssl.SSLContext:
     return context
 
 
+# How long a kept-alive connection may sit idle between two requests. The API server's webhook
+# client keeps an idle connection for 90 s (client-go's transport takes net/http's default
+# IdleConnTimeout) and does not retry a POST on a reused connection the server has just closed:
+# with gunicorn's default of 2 s, a review sent as the server closed the connection failed with
+# "write: broken pipe" and the pod webhook failed open, leaving a spread pod ungated (seen in CI).
+# Longer than the client's idle time, the client always closes first. A kept-alive connection
+# holds no thread, and a flood of them is shed oldest first (`worker.py`).
+KEEPALIVE_SECONDS = 120
+
+
 class _Server(BaseApplication):  # type: ignore[misc]
     def __init__(self, settings: WebappSettings) -> None:
         self.settings = settings
@@ -59,6 +69,7 @@ class _Server(BaseApplication):  # type: ignore[misc]
         self.cfg.set("accesslog", None)
         self.cfg.set("loglevel", "warning")
         self.cfg.set("graceful_timeout", 10)
+        self.cfg.set("keepalive", KEEPALIVE_SECONDS)
         if s.cert_secret and s.cert_dir:
             self.cfg.set("certfile", str(Path(s.cert_dir) / SERVING_PEM))
             self.cfg.set("ssl_context", _ssl_context)

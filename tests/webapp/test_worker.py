@@ -245,3 +245,32 @@ def test_a_malformed_chunked_body_is_answered_400_with_one_short_log_line(server
     new = text.splitlines()[before:]
     refused = [line for line in new if "refused a request" in line]
     assert 1 <= len(refused) <= 4 and all(len(line) < 300 for line in refused), new[-10:]
+
+
+def test_a_kept_alive_connection_outlives_the_api_servers_idle_time_on_it(server: tuple[str, int, Path, Path]) -> None:
+    """The API server reuses an idle connection for up to 90 s and does not retry a review the
+    server's close raced (CI: "write: broken pipe", the pod webhook failed open): after an answer
+    the server keeps the connection, and a second review on it is answered."""
+    host, port, ca, _ = server
+
+    def review(uid: str) -> bytes:
+        body = review_body(uid)
+        head = f"POST /webhooks/mutate HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+        return head.encode() + body
+
+    context = ssl.create_default_context(cafile=str(ca))
+    with context.wrap_socket(socket.create_connection((host, port), timeout=5), server_hostname=host) as sock:
+        sock.sendall(review("kept-1"))
+        answer = b""
+        while b"kept-1" not in answer:
+            answer += sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+        assert not closed_by_server(sock, REQUEST_TIMEOUT + 2)  # past gunicorn's default keep-alive (2 s)
+        sock.settimeout(5)
+        sock.sendall(review("kept-2"))
+        answer = b""
+        while b"kept-2" not in answer:
+            chunk = sock.recv(4096)
+            assert chunk, "the server closed the kept-alive connection"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
