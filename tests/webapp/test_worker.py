@@ -258,19 +258,18 @@ def test_a_kept_alive_connection_outlives_the_api_servers_idle_time_on_it(server
         head = f"POST /webhooks/mutate HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
         return head.encode() + body
 
-    context = ssl.create_default_context(cafile=str(ca))
-    with context.wrap_socket(socket.create_connection((host, port), timeout=5), server_hostname=host) as sock:
-        sock.sendall(review("kept-1"))
-        answer = b""
-        while b"kept-1" not in answer:
-            answer += sock.recv(4096)
-        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
-        assert not closed_by_server(sock, REQUEST_TIMEOUT + 2)  # past gunicorn's default keep-alive (2 s)
+    def answered(sock: ssl.SSLSocket, uid: str) -> None:
         sock.settimeout(5)
-        sock.sendall(review("kept-2"))
+        sock.sendall(review(uid))
         answer = b""
-        while b"kept-2" not in answer:
+        while uid.encode() not in answer:
             chunk = sock.recv(4096)
             assert chunk, "the server closed the kept-alive connection"
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+
+    context = ssl.create_default_context(cafile=str(ca))
+    with context.wrap_socket(socket.create_connection((host, port), timeout=5), server_hostname=host) as sock:
+        answered(sock, "kept-1")
+        assert not closed_by_server(sock, REQUEST_TIMEOUT + 2)  # past gunicorn's default keep-alive (2 s)
+        answered(sock, "kept-2")
