@@ -225,6 +225,7 @@ class KarpyEnv:
         # The namespace goes first, while nodes (and kwok) still run its pods, so no pending pod of
         # this test is left for the next test's controller to provision for.
         _ignore(lambda: self.kube.delete(NAMESPACES, self.namespace))
+        self._force_delete_orphans()
         with contextlib.suppress(pytest.fail.Exception):  # a namespace slow to go is not the test's failure
             until(self._namespace_gone, 60, f"namespace {self.namespace} to be deleted", interval=0.5)
         for ctrl in self.controllers:
@@ -235,6 +236,17 @@ class KarpyEnv:
             name = node["metadata"]["name"]
             _ignore(functools.partial(self.kube.patch, NODES, name, {"metadata": {"finalizers": None}}))
             _ignore(functools.partial(self.kube.delete, NODES, name))
+
+    def _force_delete_orphans(self) -> None:
+        """Force-delete this test's pods bound to a node that no longer exists (a DaemonSet's pod on
+        a node karpy removed): no kubelet is left to confirm their deletion, so the namespace waits
+        for kube-controller-manager's pod GC, which takes such a pod only after a 40 s quarantine."""
+        with contextlib.suppress(KubeError):
+            alive = {n["metadata"]["name"] for n in self.kube.list(NODES).items}
+            orphans = [p["metadata"]["name"] for p in self.pods() if p["spec"].get("nodeName") not in (None, *alive)]
+            if orphans:
+                self.cluster.kubectl("delete", "pods", "-n", self.namespace, "--force", "--grace-period=0",
+                                     "--ignore-not-found", "--wait=false", *orphans, check=False)  # fmt: skip
 
     def _listed(self, kind: Kind) -> list[dict[str, Any]]:
         """`kind`'s objects; an apiserver still initializing that kind's watch cache (a CRD just
