@@ -20,8 +20,6 @@ call it directly with a `FakeClock`): snapshot → decide → act.
    which sees the new nodes; with `bind_pods` off it binds them all. Each such pod is told where
    karpy expects it, `status.nominatedNodeName` (`nominations.py`: for a held node when it is
    released), so kube-scheduler keeps that room for it instead of giving it to the next pod.
-   A pod left to kube-scheduler on its new node without a nomination is not planned again until
-   kube-scheduler has tried it with that node in its cluster (`handoff.py`).
    A pass's nodes are launched in parallel (`launch_workers`), as Karpenter launches a batch's
    machines, so the cloud provider can merge identical launches into one call (CreateFleet,
    `cloudprovider/batcher.py`): every instance of the pass is created first, identical requests
@@ -52,7 +50,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from controller.apis.awsnodetemplate import AWSNodeTemplate
 from controller.clock import Clock
@@ -75,7 +73,6 @@ from controller.kube.resources import NODES, PODS
 from controller.provisioning import events
 from controller.provisioning.batcher import Batcher
 from controller.provisioning.bindcheck import BindContext, refusal
-from controller.provisioning.handoff import HANDOFF_SECONDS, Handoffs
 from controller.provisioning.launcher import Launcher, LaunchError, LaunchResult
 from controller.provisioning.metrics import PASS_DURATION, PODS_CONSIDERED, SCHEDULING_DURATION, SIMULATION_DURATION
 from controller.provisioning.nodes import BINDING_HOLD_SECONDS, release_patch
@@ -149,7 +146,6 @@ class ProvisioningController:
         self._pool = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="bind")
         self._launches = ThreadPoolExecutor(self.settings.launch_workers, thread_name_prefix="launch")
         self.pinner = Pinner(kube, state)
-        self.handoffs = Handoffs()  # pods left to kube-scheduler on a new node, until it answers
 
     def reconcile(self) -> ProvisioningPass | None:
         snap = self.state.snapshot()
@@ -160,7 +156,6 @@ class ProvisioningController:
         for pod, _ in found.ignored:  # not karpy's to place: kube-scheduler decides, as before
             self.pinner.release(pod)
         self._tell_held(found.held)
-        found = self._without_handoffs(snap, found)
         if snap.now - self._retained >= RETAIN_SECONDS:  # forget the pods that are gone (not every tick)
             self._retained = snap.now
             self.decisions.retain("pod/", {f"pod/{key}" for key in snap.pods})
@@ -170,7 +165,7 @@ class ProvisioningController:
         self.batcher.reset()
         snap = self.state.snapshot()
         self._batch_taken = snap.now
-        found = self._without_handoffs(snap, provisionable(snap))
+        found = provisionable(snap)
         for pod, why in found.ignored:
             self.decisions.evaluated(Decision(self.name, IGNORED, f"pod/{pod.key}", why))
         if not found.pending and not found.rescheduled:
@@ -194,30 +189,6 @@ class ProvisioningController:
         if new:
             first, why = new[0]
             log.info("%d zonal-spread pod(s) wait for their group (the first, %s: %s)", len(new), first.key, why)
-
-    def _without_handoffs(self, snap: Snapshot, found: Provisionable) -> Provisionable:
-        """`found` less the pods launched for and left to kube-scheduler that it has not tried
-        since (`handoff.py`): not planned, opening no batch, until it has."""
-        waiting = self.handoffs.waiting(snap)
-        if not waiting:
-            return found
-        return replace(found, pending=tuple(p for p in found.pending if p.key not in waiting))
-
-    def _handed_off(self, left: Sequence[tuple[str, str]]) -> None:
-        """Record the pods `left` (pod, new node) to kube-scheduler as it now holds them, each
-        with a "waiting" evaluation naming its node (`handoff.py`)."""
-        if not left:
-            return
-        recorded = self.handoffs.record(self.state.snapshot(), left)
-        for key, node in recorded:
-            why = (
-                f"a new node {node} was launched for it and it is left to kube-scheduler, which has not "
-                f"tried it since: not planned again until it has (at most {HANDOFF_SECONDS:.0f} s)"
-            )
-            self.decisions.evaluated(Decision(self.name, WAITING, f"pod/{key}", why, extra={"node": node}), log=False)
-        if recorded:
-            log.info("%d pod(s) left to kube-scheduler on their new nodes, not planned again until it tries them "
-                     "(the first, %s on %s)", len(recorded), *recorded[0])  # fmt: skip
 
     def _trigger(self, found: Provisionable, now: float) -> None:
         """Open or extend the batch window for pods seen for the first time (from when
@@ -373,7 +344,6 @@ class ProvisioningController:
                 free += [(key, launched.node_name) for key in mine]
         self._pin(pins)  # every planned node exists now: its domain is decided
         self._nominate(free, outcome)
-        self._handed_off(free)
         if held:
             # Bind against the cluster as it is now, not as the plan saw it; then tell
             # kube-scheduler where the pods karpy did not bind are expected (not before: tried on
@@ -383,9 +353,7 @@ class ProvisioningController:
             bound = self._bind(ctx, dict(held))
             outcome.bound += bound
             done = set(bound)
-            left = [(k, node) for node, keys in held for k in keys if k not in done]
-            self._nominate(left, outcome)
-            self._handed_off(left)  # as they are just before the release: kube-scheduler's next answer changes them
+            self._nominate([(k, node) for node, keys in held for k in keys if k not in done], outcome)
             for node_name, _ in held:
                 self._release(node_name)
 

@@ -26,7 +26,6 @@ from controller.provisioning.controller import (
     ProvisioningPass,
     ProvisioningSettings,
 )
-from controller.provisioning.handoff import HANDOFF_SECONDS
 from tests.builders.volumes import claim, storage_class, volume, zone_affinity
 from tests.builders.wire import make_node, make_pod, make_provisioner
 from tests.fakes.world import World
@@ -657,63 +656,3 @@ def test_a_nomination_to_a_node_that_is_gone_is_cleared_and_the_pod_provisioned_
     env.run_batch()  # provisioned for again: the room left on the node `other` got
     (node,) = env.kube.items(NODES)
     assert nomination(env, "p0") == node["metadata"]["name"]
-
-
-def _left_spread_pod(env: Env) -> str:
-    """A marked zonal-spread pod (not pinned) karpy launched a node for and left to kube-scheduler."""
-    env.kube.put(PODS, make_pod("s0", labels={"app": "s"}, tolerations=TOLERATE, topologySpreadConstraints=ZONE_SPREAD))
-    env.run_batch()
-    (node,) = env.kube.items(NODES)
-    assert env.kube.bindings == []
-    return str(node["metadata"]["name"])
-
-
-def test_a_pod_left_to_kube_scheduler_on_its_new_node_is_not_planned_again_until_kube_scheduler_tries_it() -> None:
-    """Its mark predates the node launched for it (handoff.py): no second node while kube-scheduler
-    has not answered with that node in its cluster; its answer (a status write) ends the wait."""
-    env = make_env(startupTaints=[])
-    node = _left_spread_pod(env)
-    evaluation = env.decisions.latest("pod/default/s0")
-    assert evaluation is not None and evaluation.action == WAITING and node in evaluation.reason
-    # kube-scheduler gave the new node's room to a pod it had not tried yet, before trying s0 there
-    env.kube.put(PODS, make_pod("filler", cpu="1500m", node=node, tolerations=TOLERATE))
-    for _ in range(3):
-        env.clock.step(10)
-        env.sync()
-        env.controller.reconcile()
-        assert not env.controller.batcher.open  # s0 opens no window while it waits
-    assert len(env.kube.items(NODES)) == 1 and len(env.controller.handoffs) == 1
-    env.kube.patch(PODS, "s0", {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
-                                                          "reason": "Unschedulable", "message": "0/2 nodes"}]}},
-                   "default")  # fmt: skip
-    env.clock.step(10)
-    env.run_batch()
-    assert len(env.kube.items(NODES)) == 2 and len(env.controller.handoffs) == 1  # planned again, left again
-
-
-def test_a_pod_left_to_kube_scheduler_is_planned_again_once_its_node_is_gone_or_after_the_bound() -> None:
-    env = make_env(startupTaints=[])
-    node = _left_spread_pod(env)
-    env.kube.delete(NODES, node)
-    env.clock.step(10)
-    env.run_batch()
-    (second,) = [n for n in env.kube.items(NODES) if n["metadata"]["name"] != node]  # the first one is being deleted
-    env.kube.put(PODS, make_pod("filler", cpu="1500m", node=second["metadata"]["name"], tolerations=TOLERATE))
-    env.clock.step(HANDOFF_SECONDS - 15)
-    env.run_batch()
-    assert len(env.kube.items(NODES)) == 2  # still waiting (the first node is being deleted)
-    env.clock.step(15)
-    env.run_batch()
-    assert len(env.kube.items(NODES)) == 3  # bounded: kube-scheduler retries within 5 min anyway
-
-
-def test_a_pod_karpy_binds_or_nominates_is_not_recorded_as_left() -> None:
-    env = make_env(startupTaints=[])
-    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
-    env.kube.put(PODS, gated_pod("g0"))  # pinned, then bound by karpy
-    env.run_batch()
-    assert len(env.controller.handoffs) == 0
-    env = make_env()  # a startup taint: nominated, not bound
-    env.kube.put(PODS, make_pod("p0", tolerations=TOLERATE))
-    env.run_batch()
-    assert nomination(env, "p0") and len(env.controller.handoffs) == 0
